@@ -1,0 +1,20 @@
+/* x86 vCPU state: boot page tables and GDT, entry registers, CPUID, MSRs, LAPIC. */
+#ifndef MINIVMM_X86_CPU_H
+#define MINIVMM_X86_CPU_H
+
+#include <stdint.h>
+
+#include "arch/x86/boot.h"
+#include "vmm/guest_mem.h"
+
+/* Write the boot GDT, empty IDT and identity page tables (4 GiB, 2 MiB pages, U/S=1 at every
+ * level as ../shared/PLATFORM.md requires). Returns 0 or -1 if RAM is too small. */
+int x86_setup_boot_tables(struct guest_mem *mem);
+/* Per-vCPU state every vCPU needs: CPUID, MSRs, FPU, LAPIC LINT0/1. */
+int x86_vcpu_init(int kvm_fd, int vcpu_fd, int index, int nr_cpus);
+/* Registers for the boot vCPU to enter the kernel described by entry. */
+int x86_vcpu_set_boot_regs(int vcpu_fd, const struct boot_entry *entry);
+/* Log RIP, mode and the instruction bytes at RIP (for internal errors). */
+void x86_vcpu_dump(int vcpu_fd, const struct guest_mem *mem);
+
+#endif

@@ -1,0 +1,15 @@
+/* CPUID the guest sees: what KVM supports, adjusted for topology and our TSC leaf. */
+#ifndef MINIVMM_X86_CPUID_H
+#define MINIVMM_X86_CPUID_H
+
+#include <linux/kvm.h>
+
+/* Leaf that carries the TSC frequency in kHz in EAX (the VMware/KVM "timing" leaf). */
+#define CPUID_LEAF_TSC_KHZ 0x40000010
+
+/* Adjust entries in place for vCPU index of nr_cpus (one core per vCPU, one socket). */
+void x86_cpuid_adjust(struct kvm_cpuid2 *cpuid, unsigned max_entries, int index, int nr_cpus,
+		      unsigned tsc_khz);
+int x86_cpuid_setup(int kvm_fd, int vcpu_fd, int index, int nr_cpus);
+
+#endif

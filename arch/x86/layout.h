@@ -1,0 +1,29 @@
+/* Fixed guest-physical addresses minivmm uses below 1 MiB and in the MMIO hole. */
+#ifndef MINIVMM_X86_LAYOUT_H
+#define MINIVMM_X86_LAYOUT_H
+
+#define BOOT_GDT_ADDR	    0x0500ULL /* GDT for the 64-bit and 32-bit entries */
+#define BOOT_IDT_ADDR	    0x0520ULL /* empty IDT (limit 0) until the guest loads its own */
+#define PVH_START_INFO_ADDR 0x6000ULL /* hvm_start_info + module list + memory map */
+#define ZERO_PAGE_ADDR	    0x7000ULL /* Linux boot_params */
+#define PML4_ADDR	    0x9000ULL /* identity page tables for the 64-bit entry */
+#define PDPT_ADDR	    0xa000ULL
+#define PD_ADDR		    0xb000ULL /* 4 page directories: identity map of 4 GiB, 2 MiB pages */
+#define CMDLINE_ADDR	    0x20000ULL
+#define CMDLINE_MAX	    0x10000ULL /* 64 KiB including the NUL */
+#define SETUP_DATA_ADDR	    0x30000ULL /* setup_data chain (e.g. SETUP_DTB), up to EBDA_START */
+#define EBDA_START	    0x9fc00ULL /* reserved in e820, as on a PC */
+#define BIOS_ROM_START	    0xf0000ULL /* reserved in e820 */
+/* MP floating pointer + table: the BIOS area holds one for up to 254 CPUs (the EBDA only 40). */
+#define MPTABLE_START	  BIOS_ROM_START
+#define MPTABLE_END	  0x100000ULL
+#define HIGH_MEMORY_START 0x100000ULL /* kernels are loaded at 1 MiB */
+
+#define IOAPIC_ADDR 0xfec00000ULL
+#define LAPIC_ADDR  0xfee00000ULL
+
+/* Selectors in the boot GDT (same as Linux's boot protocol expects). */
+#define BOOT_CS_SELECTOR 0x10
+#define BOOT_DS_SELECTOR 0x18
+
+#endif

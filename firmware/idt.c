@@ -1,0 +1,44 @@
+/* The IDT: exception gates for vectors 0-31; the rest stay not-present until interrupts exist. */
+#include "probe.h"
+#include "traps.h"
+
+struct idt_gate {
+	uint16_t offset_lo;
+	uint16_t selector;
+	uint8_t ist;
+	uint8_t type_attr;
+	uint16_t offset_mid;
+	uint32_t offset_hi;
+	uint32_t reserved;
+} __attribute__((packed));
+
+#define GATE_INTR 0x8e /* present, DPL 0, 64-bit interrupt gate */
+#define NR_TRAPS  32
+
+extern const char trap_stubs[]; /* traps.S: stub N at trap_stubs + 16 * N */
+
+static struct idt_gate idt[256] __attribute__((aligned(16)));
+
+void idt_init(void)
+{
+	for (int v = 0; v < NR_TRAPS; v++) {
+		uint64_t addr = (uint64_t)(trap_stubs + 16 * v);
+		idt[v] = (struct idt_gate){
+		    .offset_lo = (uint16_t)addr,
+		    .selector = SEL_CODE64, /* must exist in our GDT: PVM loads CS from it */
+		    .type_attr = GATE_INTR,
+		    .offset_mid = (uint16_t)(addr >> 16),
+		    .offset_hi = (uint32_t)(addr >> 32),
+		};
+	}
+	idt_load();
+}
+
+void idt_load(void)
+{
+	struct {
+		uint16_t limit;
+		uint64_t base;
+	} __attribute__((packed)) ptr = {sizeof(idt) - 1, (uint64_t)idt};
+	__asm__ volatile("lidt %0" : : "m"(ptr));
+}

@@ -1,0 +1,60 @@
+/* The probe: report how it was booted and what it found (output contract: the VMM's tests). */
+#include "boot_info.h"
+#include "cmdline.h"
+#include "exit.h"
+#include "lib.h"
+#include "printf.h"
+#include "probe.h"
+#include "pvm.h"
+#include "serial.h"
+#include "test_boot.h"
+#include "traps.h"
+#include "x86.h"
+
+void fw_main(uint32_t protocol, uint64_t info);
+
+static const char *report_e820(void)
+{
+	uint64_t ram = 0;
+	for (unsigned i = 0; i < boot_info.e820_count; i++)
+		if (boot_info.e820[i].type == E820_RAM)
+			ram += boot_info.e820[i].size;
+	const char *err = ram ? 0 : "no RAM in e820";
+	kprintf("probe: e820 entries=%u ram=%lu %s\n", boot_info.e820_count, ram,
+		err ? "FAIL" : "ok");
+	return err;
+}
+
+/* Called once by start.S on the BSP: stack, GDT, page tables and .bss are ready. */
+void fw_main(uint32_t protocol, uint64_t info)
+{
+	idt_init();
+	pvm_probe(); /* emulated until here on PVM; native afterwards */
+	const char *err = boot_info_copy((int)protocol, info);
+	serial_init();
+	kprintf("minivmm probe v1\n");
+	kprintf("probe: boot protocol=%s\n", protocol == BOOT_PVH ? "pvh" : "linux64");
+	enum exec_mode mode = exec_mode();
+	uint16_t cs = read_cs();
+	kprintf("probe: mode=%s cs=0x%02x\n", exec_mode_name(mode), cs);
+	serial_write("probe: cmdline=\"", strlen("probe: cmdline=\""));
+	serial_write(boot_info.cmdline, boot_info.cmdline_len);
+	serial_write("\"\n", 2);
+	if (err)
+		probe_fail(err);
+	if (mode == MODE_NATIVE_PVM && (cs & 3) != 3)
+		probe_fail("pvm opt-in did not take effect (cs rpl != 3)");
+	if ((err = report_e820()))
+		probe_fail(err);
+
+	const char *test;
+	size_t n;
+	if (!cmdline_get(boot_info.cmdline, "test", &test, &n))
+		probe_pass();
+	if (n == 4 && !memcmp(test, "boot", 4)) {
+		if ((err = test_boot(mode)))
+			probe_fail(err);
+		probe_pass();
+	}
+	probe_fail("unknown test");
+}

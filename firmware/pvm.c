@@ -1,0 +1,77 @@
+/* PVM opt-in (see PLATFORM.md): rdmsr signature, then register a per-CPU VIF page. */
+#include "lib.h"
+#include "probe.h"
+#include "pvm.h"
+#include "traps.h"
+#include "x86.h"
+
+#define MSR_PVM_VIF	  0x4b564d10
+#define MSR_PVM_SIGNATURE 0x4b564d11
+#define PVM_SIGNATURE	  0x4d5650 /* "PVM" */
+#define VIF_STORE_CR2	  (1u << 4)
+
+/* Layout PVM expects at the start of the page. */
+struct vif {
+	uint8_t if_; /* 0: interrupts off. The probe keeps them off for now. */
+	uint8_t pending;
+	uint8_t pad[6];
+	uint64_t cr2;
+};
+
+static uint8_t vif_pages[MAX_CPUS][4096] __attribute__((section(".noinit"), aligned(4096)));
+static bool pvm;
+static bool msr_faulted;
+
+void pvm_opt_in(unsigned cpu)
+{
+	struct vif *v = (struct vif *)vif_pages[cpu];
+	memset(v, 0, sizeof(*v));
+	barrier();
+	/* From the next instruction on this vCPU runs natively. */
+	wrmsr(MSR_PVM_VIF, (uint64_t)v | VIF_STORE_CR2);
+}
+
+void pvm_probe(void)
+{
+	uint64_t sig;
+	msr_faulted = rdmsr_safe(MSR_PVM_SIGNATURE, &sig) != 0;
+	if (msr_faulted || sig != PVM_SIGNATURE)
+		return;
+	pvm = true;
+	pvm_opt_in(0);
+}
+
+bool pvm_active(void)
+{
+	return pvm;
+}
+
+enum exec_mode exec_mode(void)
+{
+	if (pvm)
+		return MODE_NATIVE_PVM;
+	uint32_t r[4];
+	cpuid(1, 0, r);
+	if (!(r[2] & (1u << 31))) /* no hypervisor bit */
+		return MODE_HARDWARE;
+	cpuid(0x40000000, 0, r);
+	char sig[12];
+	memcpy(sig, &r[1], 4);
+	memcpy(sig + 4, &r[2], 4);
+	memcpy(sig + 8, &r[3], 4);
+	if (!memcmp(sig, "TCGTCGTCGTCG", 12))
+		return MODE_EMULATED;
+	return MODE_HARDWARE; /* "KVMKVMKVM\0\0\0" or another KVM-like hypervisor */
+}
+
+const char *exec_mode_name(enum exec_mode m)
+{
+	switch (m) {
+	case MODE_NATIVE_PVM:
+		return "native-pvm";
+	case MODE_EMULATED:
+		return "emulated";
+	default:
+		return "hardware";
+	}
+}

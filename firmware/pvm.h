@@ -1,0 +1,24 @@
+/* PVM (this machine's software KVM) detection and opt-in to native execution. */
+#ifndef PVM_H
+#define PVM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define MSR_PVM_TSC_KHZ 0x4b564d13
+
+enum exec_mode {
+	MODE_NATIVE_PVM, /* opted in: runs natively at ring 3 */
+	MODE_HARDWARE,	 /* VT-x/AMD-V KVM, or no/unknown hypervisor */
+	MODE_EMULATED,	 /* QEMU TCG */
+};
+
+/* BSP: detect PVM and, if present, register VIF page 0. Needs the IDT (rdmsr may #GP). */
+void pvm_probe(void);
+/* AP: register this CPU's VIF page if the BSP found PVM. */
+void pvm_opt_in(unsigned cpu);
+bool pvm_active(void);
+enum exec_mode exec_mode(void);
+const char *exec_mode_name(enum exec_mode m);
+
+#endif

@@ -1,0 +1,140 @@
+/* test=boot: e820 against expect.mem, initrd CRC, CPU bring-up, and a timed compute loop. */
+#include "boot_info.h"
+#include "cmdline.h"
+#include "cpu_tables.h"
+#include "crc32.h"
+#include "printf.h"
+#include "smp.h"
+#include "test_boot.h"
+#include "tsc.h"
+#include "x86.h"
+
+#define MIB	    (1ull << 20)
+#define LOW_RAM_MAX (3ull << 30) /* RAM above this sits above 4 GiB (MMIO hole) */
+
+static bool param(const char *key, const char **val, size_t *len)
+{
+	return cmdline_get(boot_info.cmdline, key, val, len);
+}
+
+/* Is [start, end) covered by the union of RAM entries? Repeatedly extend the covered prefix. */
+static bool ram_covers(uint64_t start, uint64_t end)
+{
+	bool progress = true;
+	while (start < end && progress) {
+		progress = false;
+		for (unsigned i = 0; i < boot_info.e820_count; i++) {
+			const struct e820_entry *e = &boot_info.e820[i];
+			if (e->type == E820_RAM && e->addr <= start && e->addr + e->size > start) {
+				start = e->addr + e->size;
+				progress = true;
+			}
+		}
+	}
+	return start >= end;
+}
+
+static uint64_t ram_total(void)
+{
+	uint64_t total = 0;
+	for (unsigned i = 0; i < boot_info.e820_count; i++)
+		if (boot_info.e820[i].type == E820_RAM)
+			total += boot_info.e820[i].size;
+	return total;
+}
+
+static const char *check_e820(void)
+{
+	const char *v;
+	size_t n;
+	uint64_t want;
+	if (!param("expect.mem", &v, &n))
+		return 0;
+	if (!parse_u64(v, n, true, &want) || want < 2 * MIB)
+		return "bad expect.mem";
+	uint64_t top = want < LOW_RAM_MAX ? want : LOW_RAM_MAX;
+	if (!ram_covers(MIB, top))
+		return "e820 does not cover expect.mem";
+	uint64_t total = ram_total();
+	if (total > want || total < want - MIB)
+		return "e820 total differs from expect.mem";
+	kprintf("probe: e820 ok\n");
+	return 0;
+}
+
+static const char *check_initrd(void)
+{
+	const char *v;
+	size_t n;
+	uint64_t size = boot_info.initrd_size;
+	bool want_crc = param("initrd.crc32", &v, &n);
+	uint32_t crc_want = 0;
+	if (want_crc && !parse_hex32(v, n, &crc_want))
+		return "bad initrd.crc32";
+	uint64_t size_want = 0;
+	bool want_size = param("initrd.size", &v, &n);
+	if (want_size && !parse_u64(v, n, false, &size_want))
+		return "bad initrd.size";
+	if (!boot_info.initrd_addr || !size)
+		return (want_crc || want_size) ? "no initrd" : 0;
+	uint32_t crc = crc32((const void *)boot_info.initrd_addr, size);
+	kprintf("probe: initrd addr=0x%lx size=%lu crc32=%08x\n", boot_info.initrd_addr, size, crc);
+	if (want_crc && crc != crc_want)
+		return "initrd crc32 mismatch";
+	if (want_size && size != size_want)
+		return "initrd size mismatch";
+	return 0;
+}
+
+static const char *check_cpus(uint32_t khz)
+{
+	struct cpu_list cpus;
+	struct smp_result res;
+	cpu_tables_find(boot_info.rsdp, &cpus);
+	/* Generous: 2 s per AP (4 GHz assumed when the TSC rate is unknown). */
+	uint64_t timeout = (khz ? (uint64_t)khz : 4000000ull) * 2000;
+	smp_boot(&cpus, timeout, &res);
+	for (unsigned i = 0; i < res.online; i++)
+		kprintf("probe: cpu %u apic_id=%u online\n", i, res.apic_id[i]);
+	unsigned listed = cpus.count ? cpus.count : 1;
+	kprintf("probe: cpus=%u online=%u\n", listed, res.online);
+	const char *v;
+	size_t n;
+	uint64_t want;
+	if (param("expect.cpus", &v, &n)) {
+		if (!parse_u64(v, n, false, &want))
+			return "bad expect.cpus";
+		if (want != res.online)
+			return "cpu count mismatch";
+	}
+	if (res.online != listed)
+		return "cpus did not come online";
+	return 0;
+}
+
+static void compute(enum exec_mode mode, uint32_t khz)
+{
+	uint64_t iters = mode == MODE_EMULATED ? 1000000 : 1000000000;
+	uint64_t n = iters;
+	uint64_t t0 = rdtsc();
+	__asm__ volatile("1: dec %0; jnz 1b" : "+r"(n));
+	uint64_t cycles = rdtsc() - t0;
+	if (!khz) {
+		kprintf("probe: compute iterations=%lu tsc_cycles=%lu ns=unknown\n", iters, cycles);
+		return;
+	}
+	uint64_t ns = cycles * 1000000 / khz;
+	uint64_t rate = ns ? iters * 1000 / ns : 0;
+	kprintf("probe: compute iterations=%lu tsc_cycles=%lu ns=%lu miter_per_s=%lu\n", iters,
+		cycles, ns, rate);
+}
+
+const char *test_boot(enum exec_mode mode)
+{
+	const char *err;
+	uint32_t khz = tsc_khz();
+	if ((err = check_e820()) || (err = check_initrd()) || (err = check_cpus(khz)))
+		return err;
+	compute(mode, khz);
+	return 0;
+}

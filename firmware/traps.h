@@ -1,0 +1,24 @@
+/* IDT set-up and exception handling. */
+#ifndef TRAPS_H
+#define TRAPS_H
+
+#include <stdint.h>
+
+/* Pushed by traps.S, lowest address first. */
+struct trap_frame {
+	uint64_t r15, r14, r13, r12, r11, r10, r9, r8;
+	uint64_t rbp, rdi, rsi, rdx, rcx, rbx, rax;
+	uint64_t vector, error;
+	uint64_t rip, cs, rflags, rsp, ss; /* pushed by the CPU */
+};
+
+/* Build the IDT (BSP, once) and load it on this CPU. */
+void idt_init(void);
+void idt_load(void);
+
+/* Run an rdmsr whose #GP is expected: returns 0 and *val, or -1 if it faulted. */
+int rdmsr_safe(uint32_t msr, uint64_t *val);
+
+void trap_handler(struct trap_frame *f);
+
+#endif

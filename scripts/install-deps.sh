@@ -1,0 +1,19 @@
+#!/bin/sh
+# Install the Debian 12 packages minivmm builds and tests with; quiet no-op when all are present.
+set -e
+PKGS="build-essential pkg-config clang lld clang-format libcriterion-dev libfdt-dev \
+libseccomp-dev libslirp-dev qemu-system-x86 iproute2 cpio busybox-static device-tree-compiler \
+procps util-linux"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: need root to apt-get install:$missing" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,77 @@
+# Shared helpers for integration tests; sourced by each tests/integration/test_*.sh.
+# A test exits 0 (pass), 77 (skipped, with the reason printed) or anything else (fail).
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+MINIVMM=${MINIVMM:-$ROOT/build/minivmm}
+case "$MINIVMM" in /*) ;; *) MINIVMM=$ROOT/$MINIVMM ;; esac
+FW=$ROOT/build/firmware
+TEST_TMP=$(mktemp -d /tmp/minivmm-test.XXXXXX)
+CLEANUP_CMDS=()
+
+cleanup() {
+	local c
+	for c in "${CLEANUP_CMDS[@]}"; do eval "$c" || true; done
+	rm -rf "$TEST_TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Register a command to run at exit, also on failure.
+on_exit() { CLEANUP_CMDS+=("$1"); }
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+# run_vmm NAME TIMEOUT ARGS...: run minivmm with the serial console in $TEST_TMP/NAME.out and
+# its stderr in $TEST_TMP/NAME.err; sets VMM_STATUS. A timeout (status 124) is a failure.
+run_vmm() {
+	local name=$1 limit=$2
+	shift 2
+	VMM_STATUS=0
+	timeout --signal=KILL "$limit" "$MINIVMM" "$@" </dev/null >"$TEST_TMP/$name.out" \
+		2>"$TEST_TMP/$name.err" || VMM_STATUS=$?
+	if [ "$VMM_STATUS" = 137 ]; then
+		show "$name"
+		fail "$name: minivmm did not finish within ${limit}s"
+	fi
+}
+
+show() {
+	echo "--- $1: serial console ---" >&2
+	tail -n 40 "$TEST_TMP/$1.out" >&2
+	echo "--- $1: stderr ---" >&2
+	tail -n 20 "$TEST_TMP/$1.err" >&2
+}
+
+# expect_status NAME STATUS
+expect_status() {
+	if [ "$VMM_STATUS" != "$2" ]; then
+		show "$1"
+		fail "$1: exit status $VMM_STATUS, expected $2"
+	fi
+}
+
+# expect_line NAME FILE(out|err) EXTENDED-REGEX
+expect_line() {
+	if ! grep -Eq -- "$3" "$TEST_TMP/$1.$2"; then
+		show "$1"
+		fail "$1: no line matching /$3/ in $2"
+	fi
+}
+
+# count_lines NAME FILE REGEX
+count_lines() { grep -Ec -- "$3" "$TEST_TMP/$1.$2" || true; }
+
+# expect_probe_pass NAME: the probe's last result line is PASS and the VMM exited 0.
+expect_probe_pass() {
+	expect_line "$1" out '^probe: PASS'
+	expect_status "$1" 0
+}

@@ -1,0 +1,150 @@
+/* Command-line parsing: sizes, CPU lists, pin lists, and whole argument vectors. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "vmm/cli.h"
+
+static char err[256];
+
+Test(parse_size, suffixes)
+{
+	uint64_t v;
+	cr_assert_eq(parse_size("512M", &v, err, sizeof(err)), 0);
+	cr_assert_eq(v, 512ULL << 20);
+	cr_assert_eq(parse_size("2G", &v, err, sizeof(err)), 0);
+	cr_assert_eq(v, 2ULL << 30);
+	cr_assert_eq(parse_size("4096k", &v, err, sizeof(err)), 0);
+	cr_assert_eq(v, 4096ULL << 10);
+	cr_assert_eq(parse_size("1T", &v, err, sizeof(err)), 0);
+	cr_assert_eq(v, 1ULL << 40);
+	cr_assert_eq(parse_size("256MiB", &v, err, sizeof(err)), 0);
+	cr_assert_eq(v, 256ULL << 20);
+	cr_assert_eq(parse_size("128", &v, err, sizeof(err)), 0, "bare numbers are MiB");
+	cr_assert_eq(v, 128ULL << 20);
+}
+
+Test(parse_size, rejects_garbage)
+{
+	uint64_t v = 7;
+	const char *bad[] = {"", "M", "-1M", "12X", "1.5G", "12MM", " 12M", "0x10M", "12M "};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(parse_size(bad[i], &v, err, sizeof(err)), -1, "accepted '%s'", bad[i]);
+		cr_assert(strlen(err) > 0);
+	}
+	cr_assert_eq(v, 7, "output untouched on error");
+}
+
+Test(parse_size, rejects_overflow)
+{
+	uint64_t v;
+	cr_assert_eq(parse_size("99999999999999999999", &v, err, sizeof(err)), -1);
+	cr_assert_eq(parse_size("17179869184T", &v, err, sizeof(err)), -1, "2^34 TiB overflows");
+	cr_assert_eq(parse_size("16777215T", &v, err, sizeof(err)), 0);
+	cr_assert_eq(v, 16777215ULL << 40);
+}
+
+Test(parse_cpu_list, ranges_and_lists)
+{
+	cpu_set_t set;
+	cr_assert_eq(parse_cpu_list("1,3-5,7", 8, &set, err, sizeof(err)), 0);
+	cr_assert_eq(CPU_COUNT(&set), 5);
+	cr_assert(CPU_ISSET(1, &set) && CPU_ISSET(3, &set) && CPU_ISSET(4, &set));
+	cr_assert(CPU_ISSET(5, &set) && CPU_ISSET(7, &set) && !CPU_ISSET(6, &set));
+	char buf[64];
+	format_cpu_list(&set, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "1,3-5,7");
+}
+
+Test(parse_cpu_list, rejects_bad_lists)
+{
+	cpu_set_t set;
+	const char *bad[] = {"", "8", "1-8", "5-3", "1,", ",1", "a", "1--2", "1 2", "-1"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(parse_cpu_list(bad[i], 8, &set, err, sizeof(err)), -1, "accepted '%s'",
+			     bad[i]);
+	parse_cpu_list("9", 8, &set, err, sizeof(err));
+	cr_assert(strstr(err, "does not exist"), "error names the problem: %s", err);
+}
+
+Test(parse_pin_list, several_vcpus_with_lists)
+{
+	struct vm_config cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	cr_assert_eq(parse_pin_list("0=2,1=3-4,6", 2, 8, &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert(cfg.pinned[0] && cfg.pinned[1]);
+	cr_assert_eq(CPU_COUNT(&cfg.pin_sets[0]), 1);
+	cr_assert(CPU_ISSET(2, &cfg.pin_sets[0]));
+	cr_assert_eq(CPU_COUNT(&cfg.pin_sets[1]), 3, "1=3-4,6 continues after the comma");
+	cr_assert(CPU_ISSET(6, &cfg.pin_sets[1]));
+}
+
+Test(parse_pin_list, rejects_bad_pins)
+{
+	const char *bad[] = {"", "0", "=1", "x=1", "2=1", "0=1,0=2", "0=", "0=9", "0=1,,1=2"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct vm_config cfg;
+		memset(&cfg, 0, sizeof(cfg));
+		cr_assert_eq(parse_pin_list(bad[i], 2, 8, &cfg, err, sizeof(err)), -1,
+			     "accepted '%s'", bad[i]);
+	}
+}
+
+static enum cli_result parse(struct vm_config *cfg, int argc, char **argv)
+{
+	return cli_parse(argc, argv, cfg, err, sizeof(err));
+}
+
+Test(cli_parse, defaults_and_values)
+{
+	struct vm_config cfg;
+	char *argv[] = {"minivmm",	 "--kernel", "k",	  "--memory",  "1G",
+			"--cpus",	 "2",	     "--cmdline", "console=x", "--console",
+			"file=/tmp/out", "--boot",   "pvh",	  "--pin",     "1=0"};
+	cr_assert_eq(parse(&cfg, 15, argv), CLI_RUN, "%s", err);
+	cr_assert_str_eq(cfg.kernel_path, "k");
+	cr_assert_eq(cfg.memory_bytes, 1ULL << 30);
+	cr_assert_eq(cfg.nr_cpus, 2);
+	cr_assert_str_eq(cfg.cmdline, "console=x");
+	cr_assert_eq(cfg.console, CONSOLE_FILE);
+	cr_assert_str_eq(cfg.console_path, "/tmp/out");
+	cr_assert_eq(cfg.protocol, BOOT_PVH);
+	cr_assert(cfg.pinned[1] && !cfg.pinned[0]);
+	cr_assert(cfg.populate);
+
+	char *argv2[] = {"minivmm", "--kernel", "k"};
+	cr_assert_eq(parse(&cfg, 3, argv2), CLI_RUN);
+	cr_assert_eq(cfg.memory_bytes, 256ULL << 20, "default 256M");
+	cr_assert_eq(cfg.nr_cpus, 1);
+	cr_assert_str_eq(cfg.cmdline, "");
+}
+
+Test(cli_parse, rejects_bad_command_lines)
+{
+	struct {
+		int argc;
+		char *argv[6];
+		const char *msg;
+	} cases[] = {
+	    {1, {"minivmm"}, "--kernel"},
+	    {4, {"minivmm", "--kernel", "k", "--bogus"}, "unknown option"},
+	    {2, {"minivmm", "--kernel"}, "needs a value"},
+	    {5, {"minivmm", "--kernel", "k", "--cpus", "0"}, "--cpus"},
+	    {5, {"minivmm", "--kernel", "k", "--cpus", "2x"}, "--cpus"},
+	    {5, {"minivmm", "--kernel", "k", "--memory", "1M"}, "out of range"},
+	    {5, {"minivmm", "--kernel", "k", "--memory", "100000K"}, "MiB"},
+	    {5, {"minivmm", "--kernel", "k", "--boot", "efi"}, "--boot"},
+	    {5, {"minivmm", "--kernel", "k", "--console", "file="}, "--console"},
+	    {5, {"minivmm", "--kernel", "k", "--pin", "1=0"}, "vCPU 1"},
+	    {4, {"minivmm", "--kernel", "k", "extra"}, "unexpected argument"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vm_config cfg;
+		int argc = 0;
+		while (argc < 6 && cases[i].argv[argc])
+			argc++;
+		cr_assert_eq(argc, cases[i].argc, "case %zu: argc", i);
+		cr_assert_eq(parse(&cfg, argc, cases[i].argv), CLI_ERROR, "case %zu", i);
+		cr_assert(strstr(err, cases[i].msg), "case %zu: '%s' lacks '%s'", i, err,
+			  cases[i].msg);
+	}
+}

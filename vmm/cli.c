@@ -1,0 +1,381 @@
+#include "cli.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define MIN_MEMORY (16ULL << 20)
+#define MAX_MEMORY (1ULL << 40)
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *arg)
+{
+	snprintf(err, errlen, fmt, arg);
+	return -1;
+}
+
+int parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
+{
+	if (!s || !isdigit((unsigned char)s[0]))
+		return fail(err, errlen, "invalid size '%s' (expected e.g. 512M or 2G)",
+			    s ? s : "");
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return fail(err, errlen, "size '%s' is too large", s);
+	unsigned shift = 20; /* bare numbers are MiB */
+	if (*end) {
+		switch (toupper((unsigned char)*end)) {
+		case 'K':
+			shift = 10;
+			break;
+		case 'M':
+			shift = 20;
+			break;
+		case 'G':
+			shift = 30;
+			break;
+		case 'T':
+			shift = 40;
+			break;
+		default:
+			return fail(err, errlen, "invalid size suffix in '%s' (use K, M, G or T)",
+				    s);
+		}
+		end++;
+		/* Accept "512M", "512MB", "512MiB". */
+		if (!strcmp(end, "B") || !strcmp(end, "iB") || !strcmp(end, "b"))
+			end += strlen(end);
+		if (*end)
+			return fail(err, errlen, "invalid size '%s'", s);
+	}
+	if (v > (UINT64_MAX >> shift))
+		return fail(err, errlen, "size '%s' is too large", s);
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int parse_cpu_number(const char **p, int max_cpus, long *out, char *err, size_t errlen)
+{
+	if (!isdigit((unsigned char)**p))
+		return fail(err, errlen, "invalid CPU list near '%s'", *p);
+	char *end;
+	errno = 0;
+	long v = strtol(*p, &end, 10);
+	if (errno || v >= max_cpus) {
+		snprintf(err, errlen, "host CPU %.20s does not exist (this host has CPUs 0-%d)", *p,
+			 max_cpus - 1);
+		return -1;
+	}
+	*out = v;
+	*p = end;
+	return 0;
+}
+
+int parse_cpu_list(const char *s, int max_cpus, cpu_set_t *set, char *err, size_t errlen)
+{
+	CPU_ZERO(set);
+	if (!s || !*s)
+		return fail(err, errlen, "empty CPU list%s", "");
+	if (max_cpus > CPU_SETSIZE)
+		max_cpus = CPU_SETSIZE;
+	const char *p = s;
+	for (;;) {
+		long lo, hi;
+		if (parse_cpu_number(&p, max_cpus, &lo, err, errlen))
+			return -1;
+		hi = lo;
+		if (*p == '-') {
+			p++;
+			if (parse_cpu_number(&p, max_cpus, &hi, err, errlen))
+				return -1;
+			if (hi < lo)
+				return fail(err, errlen, "invalid CPU range in '%s'", s);
+		}
+		for (long c = lo; c <= hi; c++)
+			CPU_SET(c, set);
+		if (*p == '\0')
+			return 0;
+		if (*p != ',')
+			return fail(err, errlen, "invalid CPU list '%s'", s);
+		p++;
+	}
+}
+
+int parse_pin_list(const char *s, int nr_vcpus, int max_host_cpus, struct vm_config *cfg, char *err,
+		   size_t errlen)
+{
+	char *copy = strdup(s ? s : "");
+	if (!copy)
+		return fail(err, errlen, "out of memory%s", "");
+	int rc = -1;
+	char *save = NULL;
+	size_t n = strlen(copy);
+	if (n && (copy[0] == ',' || copy[n - 1] == ',' || strstr(copy, ",,"))) {
+		fail(err, errlen, "invalid --pin value '%s' (empty entry)", s);
+		goto out;
+	}
+	/* Regroup comma-separated tokens: a token without '=' continues the previous cpulist. */
+	char *tok = strtok_r(copy, ",", &save);
+	if (!tok) {
+		fail(err, errlen, "empty --pin value%s", "");
+		goto out;
+	}
+	while (tok) {
+		char *eq = strchr(tok, '=');
+		if (!eq || eq == tok) {
+			fail(err, errlen, "invalid --pin entry '%s' (expected VCPU=CPULIST)", tok);
+			goto out;
+		}
+		*eq = '\0';
+		char *end;
+		errno = 0;
+		long vcpu = strtol(tok, &end, 10);
+		if (errno || *end || !isdigit((unsigned char)tok[0])) {
+			fail(err, errlen, "invalid vCPU number '%s' in --pin", tok);
+			goto out;
+		}
+		if (vcpu >= nr_vcpus) {
+			snprintf(err, errlen, "--pin names vCPU %ld but the VM has %d vCPU(s)",
+				 vcpu, nr_vcpus);
+			goto out;
+		}
+		if (cfg->pinned[vcpu]) {
+			snprintf(err, errlen, "vCPU %ld is pinned twice", vcpu);
+			goto out;
+		}
+		char list[256];
+		snprintf(list, sizeof(list), "%s", eq + 1);
+		tok = strtok_r(NULL, ",", &save);
+		while (tok && !strchr(tok, '=')) {
+			size_t used = strlen(list);
+			if (used + 1 + strlen(tok) >= sizeof(list)) {
+				fail(err, errlen, "CPU list for --pin is too long%s", "");
+				goto out;
+			}
+			list[used] = ',';
+			strcpy(list + used + 1, tok);
+			tok = strtok_r(NULL, ",", &save);
+		}
+		if (parse_cpu_list(list, max_host_cpus, &cfg->pin_sets[vcpu], err, errlen))
+			goto out;
+		cfg->pinned[vcpu] = true;
+	}
+	rc = 0;
+out:
+	free(copy);
+	return rc;
+}
+
+void format_cpu_list(const cpu_set_t *set, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, set))
+			continue;
+		int end = c;
+		while (end + 1 < CPU_SETSIZE && CPU_ISSET(end + 1, set))
+			end++;
+		int n = end > c
+			    ? snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", c, end)
+			    : snprintf(buf + used, len - used, "%s%d", used ? "," : "", c);
+		if (n < 0 || (size_t)n >= len - used)
+			return;
+		used += n;
+		c = end;
+	}
+}
+
+void cli_usage(void)
+{
+	printf(
+	    "Usage: minivmm --kernel PATH [options]\n"
+	    "\n"
+	    "Boot a guest kernel under KVM.\n"
+	    "\n"
+	    "Guest:\n"
+	    "  --kernel PATH          bzImage, ELF vmlinux, or ELF with a PVH entry note\n"
+	    "  --boot linux64|pvh     override the boot protocol detected from the image\n"
+	    "  --initrd PATH          initial ramdisk\n"
+	    "  --cmdline STRING       kernel command line (default: empty)\n"
+	    "  --memory SIZE          guest RAM, e.g. 512M, 2G (bare number: MiB; default 256M)\n"
+	    "  --no-populate          do not pre-fault guest RAM at start (faster start, slower\n"
+	    "                         first touch)\n"
+	    "  --cpus N               number of vCPUs (1-%d, default 1)\n"
+	    "  --pin VCPU=CPULIST,... pin vCPU threads to host CPUs, e.g. 0=2,1=3-4\n"
+	    "\n"
+	    "Console:\n"
+	    "  --console stdio|none|file=PATH\n"
+	    "                         where COM1 goes (default stdio; on a terminal, Ctrl-A x "
+	    "quits)\n"
+	    "\n"
+	    "Other:\n"
+	    "  --quiet                no informational messages on stderr\n"
+	    "  --help                 this text\n"
+	    "  --version              print the version\n"
+	    "\n"
+	    "Exit status: the value the guest writes to I/O port 0xf4; 0 after a guest reset;\n"
+	    "98 after a triple fault; 99 after a KVM internal error or failed entry; 1 on a\n"
+	    "VMM error while running; 2 on a usage or set-up error.\n",
+	    MAX_VCPUS);
+}
+
+enum {
+	OPT_KERNEL = 256,
+	OPT_BOOT,
+	OPT_INITRD,
+	OPT_CMDLINE,
+	OPT_MEMORY,
+	OPT_NO_POPULATE,
+	OPT_CPUS,
+	OPT_PIN,
+	OPT_CONSOLE,
+	OPT_QUIET,
+	OPT_HELP,
+	OPT_VERSION,
+};
+
+static int host_cpu_count(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+	return n > 0 ? (int)n : 1;
+}
+
+enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *err, size_t errlen)
+{
+	static const struct option opts[] = {
+	    {"kernel", required_argument, NULL, OPT_KERNEL},
+	    {"boot", required_argument, NULL, OPT_BOOT},
+	    {"initrd", required_argument, NULL, OPT_INITRD},
+	    {"cmdline", required_argument, NULL, OPT_CMDLINE},
+	    {"memory", required_argument, NULL, OPT_MEMORY},
+	    {"no-populate", no_argument, NULL, OPT_NO_POPULATE},
+	    {"cpus", required_argument, NULL, OPT_CPUS},
+	    {"pin", required_argument, NULL, OPT_PIN},
+	    {"console", required_argument, NULL, OPT_CONSOLE},
+	    {"quiet", no_argument, NULL, OPT_QUIET},
+	    {"help", no_argument, NULL, OPT_HELP},
+	    {"version", no_argument, NULL, OPT_VERSION},
+	    {NULL, 0, NULL, 0},
+	};
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->cmdline = "";
+	cfg->memory_bytes = 256ULL << 20;
+	cfg->nr_cpus = 1;
+	cfg->populate = true;
+	cfg->console = CONSOLE_STDIO;
+	const char *pin_arg = NULL;
+
+	opterr = 0;
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_KERNEL:
+			cfg->kernel_path = optarg;
+			break;
+		case OPT_BOOT:
+			if (!strcmp(optarg, "linux64"))
+				cfg->protocol = BOOT_LINUX64;
+			else if (!strcmp(optarg, "pvh"))
+				cfg->protocol = BOOT_PVH;
+			else {
+				fail(err, errlen, "invalid --boot '%s' (expected linux64 or pvh)",
+				     optarg);
+				return CLI_ERROR;
+			}
+			break;
+		case OPT_INITRD:
+			cfg->initrd_path = optarg;
+			break;
+		case OPT_CMDLINE:
+			cfg->cmdline = optarg;
+			break;
+		case OPT_MEMORY:
+			if (parse_size(optarg, &cfg->memory_bytes, err, errlen))
+				return CLI_ERROR;
+			if (cfg->memory_bytes < MIN_MEMORY || cfg->memory_bytes > MAX_MEMORY) {
+				fail(err, errlen, "--memory %s is out of range (16M to 1T)",
+				     optarg);
+				return CLI_ERROR;
+			}
+			if (cfg->memory_bytes & ((1ULL << 20) - 1)) {
+				fail(err, errlen, "--memory %s is not a whole number of MiB",
+				     optarg);
+				return CLI_ERROR;
+			}
+			break;
+		case OPT_NO_POPULATE:
+			cfg->populate = false;
+			break;
+		case OPT_CPUS: {
+			char *end;
+			errno = 0;
+			long n = strtol(optarg, &end, 10);
+			if (errno || *end || !isdigit((unsigned char)optarg[0]) || n < 1 ||
+			    n > MAX_VCPUS) {
+				snprintf(err, errlen, "invalid --cpus '%s' (expected 1 to %d)",
+					 optarg, MAX_VCPUS);
+				return CLI_ERROR;
+			}
+			cfg->nr_cpus = (int)n;
+			break;
+		}
+		case OPT_PIN:
+			if (pin_arg) {
+				fail(err, errlen, "--pin given twice%s", "");
+				return CLI_ERROR;
+			}
+			pin_arg = optarg;
+			break;
+		case OPT_CONSOLE:
+			if (!strcmp(optarg, "stdio"))
+				cfg->console = CONSOLE_STDIO;
+			else if (!strcmp(optarg, "none"))
+				cfg->console = CONSOLE_NONE;
+			else if (!strncmp(optarg, "file=", 5) && optarg[5]) {
+				cfg->console = CONSOLE_FILE;
+				cfg->console_path = optarg + 5;
+			} else {
+				fail(err, errlen,
+				     "invalid --console '%s' (expected stdio, none or file=PATH)",
+				     optarg);
+				return CLI_ERROR;
+			}
+			break;
+		case OPT_QUIET:
+			cfg->quiet = true;
+			break;
+		case OPT_HELP:
+			cli_usage();
+			return CLI_EXIT_OK;
+		case OPT_VERSION:
+			printf("minivmm 0.1\n");
+			return CLI_EXIT_OK;
+		case ':':
+			fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+			return CLI_ERROR;
+		default:
+			fail(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+			return CLI_ERROR;
+		}
+	}
+	if (optind < argc) {
+		fail(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+		return CLI_ERROR;
+	}
+	if (!cfg->kernel_path) {
+		fail(err, errlen, "--kernel PATH is required (see --help)%s", "");
+		return CLI_ERROR;
+	}
+	if (pin_arg && parse_pin_list(pin_arg, cfg->nr_cpus, host_cpu_count(), cfg, err, errlen))
+		return CLI_ERROR;
+	return CLI_RUN;
+}

@@ -1,0 +1,196 @@
+#include "console.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define CTRL_A 0x01
+
+/* The terminal state to restore. Process-wide because a fatal signal handler needs it. */
+static struct termios saved_termios;
+static volatile sig_atomic_t termios_saved;
+
+static void restore_terminal(void)
+{
+	if (termios_saved) {
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved_termios);
+		termios_saved = 0;
+	}
+}
+
+static void fatal_signal(int sig)
+{
+	restore_terminal();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static int enter_raw_mode(void)
+{
+	if (tcgetattr(STDIN_FILENO, &saved_termios) < 0)
+		return -1;
+	termios_saved = 1;
+	atexit(restore_terminal);
+	static const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++)
+		signal(fatal[i], fatal_signal);
+	struct termios raw = saved_termios;
+	/* Every key goes to the guest (Ctrl-C too); output post-processing stays on. */
+	raw.c_iflag &=
+	    ~(unsigned)(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR | ICRNL | IXON);
+	raw.c_lflag &= ~(unsigned)(ECHO | ECHONL | ICANON | ISIG | IEXTEN);
+	raw.c_cc[VMIN] = 1;
+	raw.c_cc[VTIME] = 0;
+	return tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+}
+
+int console_open(struct console *c, const struct vm_config *cfg)
+{
+	memset(c, 0, sizeof(*c));
+	c->out_fd = -1;
+	c->in_fd = -1;
+	c->wake_fd = -1;
+	switch (cfg->console) {
+	case CONSOLE_NONE:
+		return 0;
+	case CONSOLE_FILE:
+		c->out_fd = open(cfg->console_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (c->out_fd < 0) {
+			log_error("cannot open console file %s: %s", cfg->console_path,
+				  strerror(errno));
+			return -1;
+		}
+		c->owns_out = true;
+		return 0;
+	case CONSOLE_STDIO:
+		c->out_fd = STDOUT_FILENO;
+		c->in_fd = STDIN_FILENO;
+		if (isatty(STDIN_FILENO)) {
+			if (enter_raw_mode() < 0)
+				log_warn("cannot put the terminal in raw mode: %s",
+					 strerror(errno));
+			else
+				c->raw_tty = true;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+void console_write(struct console *c, uint8_t byte)
+{
+	if (c->out_fd < 0)
+		return;
+	for (;;) {
+		ssize_t n = write(c->out_fd, &byte, 1);
+		if (n == 1 || (n < 0 && errno != EINTR && errno != EAGAIN))
+			return; /* a closed or failing console must not stop the guest */
+	}
+}
+
+/* Returns false when the user asked to quit. */
+static bool handle_input(struct console *c, const uint8_t *buf, ssize_t n)
+{
+	uint8_t out[256];
+	unsigned used = 0;
+	for (ssize_t i = 0; i < n; i++) {
+		uint8_t b = buf[i];
+		if (c->raw_tty && c->escape) {
+			c->escape = false;
+			if (b == 'x' || b == 'X')
+				return false;
+			if (b != CTRL_A)
+				continue; /* unknown escape: swallow it, as QEMU does */
+		} else if (c->raw_tty && b == CTRL_A) {
+			c->escape = true;
+			continue;
+		}
+		out[used++] = b;
+	}
+	/* The UART FIFO is small: retry until the guest drained it or we are stopped. */
+	unsigned done = 0;
+	while (done < used) {
+		done += c->deliver(c->opaque, out + done, used - done);
+		if (done < used) {
+			struct pollfd p = {.fd = c->wake_fd, .events = POLLIN};
+			if (poll(&p, 1, 10) > 0)
+				return true;
+		}
+	}
+	return true;
+}
+
+static void *input_thread(void *arg)
+{
+	struct console *c = arg;
+	for (;;) {
+		struct pollfd fds[2] = {{.fd = c->in_fd, .events = POLLIN},
+					{.fd = c->wake_fd, .events = POLLIN}};
+		if (poll(fds, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (fds[1].revents)
+			break;
+		if (!fds[0].revents)
+			continue;
+		uint8_t buf[256];
+		ssize_t n = read(c->in_fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* end of input: the guest keeps running */
+		if (!handle_input(c, buf, n)) {
+			c->quit(c->opaque);
+			break;
+		}
+	}
+	return NULL;
+}
+
+int console_start_input(struct console *c)
+{
+	if (c->in_fd < 0)
+		return 0;
+	c->wake_fd = eventfd(0, EFD_CLOEXEC);
+	if (c->wake_fd < 0) {
+		log_error("eventfd: %s", strerror(errno));
+		return -1;
+	}
+	int rc = pthread_create(&c->input_thread, NULL, input_thread, c);
+	if (rc) {
+		log_error("cannot start console thread: %s", strerror(rc));
+		return -1;
+	}
+	c->input_running = true;
+	return 0;
+}
+
+void console_close(struct console *c)
+{
+	if (c->input_running) {
+		uint64_t one = 1;
+		if (write(c->wake_fd, &one, sizeof(one)) < 0)
+			log_warn("cannot wake the console thread");
+		pthread_join(c->input_thread, NULL);
+		c->input_running = false;
+	}
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
+	c->wake_fd = -1;
+	if (c->owns_out && c->out_fd >= 0)
+		close(c->out_fd);
+	c->out_fd = -1;
+	if (c->raw_tty)
+		restore_terminal();
+	c->raw_tty = false;
+}

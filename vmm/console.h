@@ -1,0 +1,33 @@
+/* The host side of COM1: stdout/stdin (raw mode on a terminal), a file, or nothing. */
+#ifndef MINIVMM_CONSOLE_H
+#define MINIVMM_CONSOLE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+
+struct console {
+	int out_fd; /* -1: discard */
+	int in_fd;  /* -1: no input */
+	bool owns_out;
+	bool raw_tty;
+	pthread_t input_thread;
+	bool input_running;
+	int wake_fd; /* eventfd that stops the input thread */
+	/* Input goes to deliver(); Ctrl-A x calls quit(). */
+	unsigned (*deliver)(void *opaque, const uint8_t *buf, unsigned len);
+	void (*quit)(void *opaque);
+	void *opaque;
+	bool escape; /* Ctrl-A seen */
+};
+
+/* Returns 0 or -1 (logged). Puts a terminal in raw mode; console_close restores it. */
+int console_open(struct console *c, const struct vm_config *cfg);
+/* Start forwarding input (after deliver/quit/opaque are set). */
+int console_start_input(struct console *c);
+void console_write(struct console *c, uint8_t byte);
+void console_close(struct console *c);
+
+#endif

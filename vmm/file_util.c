@@ -1,0 +1,57 @@
+#include "file_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+
+int read_whole_file(const char *path, const char *what, size_t max_size, uint8_t **buf,
+		    size_t *size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		log_error("cannot open %s '%s': %s", what, path, strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		log_error("%s '%s' is not a regular file", what, path);
+		close(fd);
+		return -1;
+	}
+	if ((uint64_t)st.st_size > max_size) {
+		log_error("%s '%s' is %lld bytes, larger than guest memory allows", what, path,
+			  (long long)st.st_size);
+		close(fd);
+		return -1;
+	}
+	size_t len = (size_t)st.st_size;
+	uint8_t *p = malloc(len ? len : 1);
+	if (!p) {
+		log_error("out of memory reading %s '%s'", what, path);
+		close(fd);
+		return -1;
+	}
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = read(fd, p + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			log_error("cannot read %s '%s': %s", what, path,
+				  n < 0 ? strerror(errno) : "file shrank while reading");
+			free(p);
+			close(fd);
+			return -1;
+		}
+		done += (size_t)n;
+	}
+	close(fd);
+	*buf = p;
+	*size = len;
+	return 0;
+}

@@ -1,0 +1,41 @@
+/* Guest physical memory: one anonymous host mapping split around the 32-bit MMIO hole. */
+#ifndef MINIVMM_GUEST_MEM_H
+#define MINIVMM_GUEST_MEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* RAM above this address is moved above 4 GiB, leaving [MMIO_HOLE_START, 4G) for devices. */
+#define MMIO_HOLE_START 0xc0000000ULL
+#define MMIO_HOLE_END	0x100000000ULL
+
+#define GUEST_MEM_MAX_REGIONS 2
+
+struct mem_region {
+	uint64_t gpa;
+	uint64_t size;
+	uint8_t *hva;
+};
+
+struct guest_mem {
+	struct mem_region regions[GUEST_MEM_MAX_REGIONS];
+	int nr_regions;
+	uint64_t ram_size; /* total bytes of RAM */
+	uint8_t *mapping;  /* the single host mapping backing all regions */
+};
+
+/* Lay out ram_size bytes and map them (MAP_POPULATE when populate). Returns 0 or -errno. */
+int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate);
+/* Lay out regions over caller-provided host memory (used by unit tests). */
+void guest_mem_init_with(struct guest_mem *mem, uint8_t *backing, uint64_t ram_size);
+void guest_mem_destroy(struct guest_mem *mem);
+
+/* Host pointer for [gpa, gpa+len) if that range lies entirely inside one RAM region, else NULL.
+ * Safe against overflow of gpa+len: every guest-supplied address goes through here. */
+void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len);
+
+/* Highest guest-physical address + 1 of RAM below the MMIO hole. */
+uint64_t guest_mem_low_end(const struct guest_mem *mem);
+
+#endif

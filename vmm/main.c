@@ -1,0 +1,201 @@
+/* minivmm entry point: parse the command line, build the VM, run it, report the outcome. */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "arch/x86/boot.h"
+#include "arch/x86/cpu.h"
+#include "cli.h"
+#include "console.h"
+#include "devices/debug_exit.h"
+#include "devices/i8042.h"
+#include "devices/rtc.h"
+#include "devices/serial.h"
+#include "file_util.h"
+#include "log.h"
+#include "vcpu.h"
+#include "vm.h"
+
+/* Legacy PC devices every VM has; owned by main for the VM's lifetime. */
+struct legacy_devices {
+	struct serial serial;
+	struct debug_exit exit_port;
+	struct i8042 i8042;
+	struct rtc rtc;
+};
+
+static void serial_tx(void *opaque, uint8_t byte)
+{
+	console_write(((struct vm *)opaque)->console, byte);
+}
+
+static void serial_irq(void *opaque, int level)
+{
+	vm_set_irq(opaque, SERIAL_COM1_IRQ, level);
+}
+
+static void stop_with_status(void *opaque, int status)
+{
+	vm_request_stop(opaque, status);
+}
+
+static void guest_reset(void *opaque)
+{
+	log_info("guest requested a reset");
+	vm_request_stop(opaque, EXIT_GUEST_RESET);
+}
+
+static unsigned console_deliver(void *opaque, const uint8_t *buf, unsigned len)
+{
+	return serial_receive(((struct vm *)opaque)->serial, buf, len);
+}
+
+static void console_quit(void *opaque)
+{
+	log_info("quit requested from the console (Ctrl-A x)");
+	vm_request_stop(opaque, 0);
+}
+
+static int add_legacy_devices(struct vm *vm, struct legacy_devices *d)
+{
+	serial_init(&d->serial,
+		    &(struct serial_ops){.tx = serial_tx, .set_irq = serial_irq, .opaque = vm});
+	vm->serial = &d->serial;
+	d->exit_port = (struct debug_exit){.stop = stop_with_status, .opaque = vm};
+	d->i8042 = (struct i8042){.reset = guest_reset, .opaque = vm};
+	rtc_init(&d->rtc);
+	if (io_bus_register(&vm->pio, SERIAL_COM1_BASE, 8, serial_io, &d->serial) ||
+	    io_bus_register(&vm->pio, DEBUG_EXIT_PORT, 1, debug_exit_io, &d->exit_port) ||
+	    io_bus_register(&vm->pio, I8042_DATA_PORT, 5, i8042_io, &d->i8042) ||
+	    io_bus_register(&vm->pio, RTC_PORT, 2, rtc_io, &d->rtc)) {
+		log_error("cannot register legacy devices");
+		return -1;
+	}
+	return 0;
+}
+
+static int load_guest(struct vm *vm, const struct vm_config *cfg, struct boot_entry *entry)
+{
+	uint8_t *kernel = NULL, *initrd = NULL;
+	size_t kernel_size = 0, initrd_size = 0;
+	int rc = -1;
+	if (read_whole_file(cfg->kernel_path, "kernel", cfg->memory_bytes, &kernel, &kernel_size))
+		goto out;
+	if (cfg->initrd_path &&
+	    read_whole_file(cfg->initrd_path, "initrd", cfg->memory_bytes, &initrd, &initrd_size))
+		goto out;
+	struct boot_args args = {
+	    .kernel = kernel,
+	    .kernel_size = kernel_size,
+	    .initrd = initrd,
+	    .initrd_size = initrd_size,
+	    .cmdline = cfg->cmdline,
+	    .protocol = cfg->protocol,
+	    .nr_cpus = cfg->nr_cpus,
+	};
+	char err[256];
+	if (x86_boot_load(&vm->mem, &args, entry, err, sizeof(err))) {
+		log_error("%s: %s", cfg->kernel_path, err);
+		goto out;
+	}
+	if (x86_setup_boot_tables(&vm->mem)) {
+		log_error("guest memory too small for the boot page tables");
+		goto out;
+	}
+	log_info("loaded %s as %s, entry 0x%llx%s", cfg->kernel_path, entry->format,
+		 (unsigned long long)entry->rip,
+		 entry->protocol == BOOT_PVH ? " (PVH, 32-bit)" : " (64-bit)");
+	rc = 0;
+out:
+	free(kernel);
+	free(initrd);
+	return rc;
+}
+
+/* Block until a guest outcome or a termination signal. */
+static void wait_for_stop(struct vm *vm, int sig_fd)
+{
+	struct pollfd fds[2] = {{.fd = vm->stop_fd, .events = POLLIN},
+				{.fd = sig_fd, .events = POLLIN}};
+	while (!vm_is_stopping(vm)) {
+		if (poll(fds, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(sig_fd, &si, sizeof(si)) == sizeof(si)) {
+				log_info("stopping on signal %s", strsignal((int)si.ssi_signo));
+				vm_request_stop(vm, 128 + (int)si.ssi_signo);
+			}
+		}
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct vm_config cfg;
+	char err[256];
+	switch (cli_parse(argc, argv, &cfg, err, sizeof(err))) {
+	case CLI_EXIT_OK:
+		return 0;
+	case CLI_ERROR:
+		fprintf(stderr, "minivmm: %s\n", err);
+		return EXIT_USAGE;
+	case CLI_RUN:
+		break;
+	}
+	log_set_quiet(cfg.quiet);
+
+	/* Termination signals are read by the main thread only; vCPU threads inherit the mask. */
+	sigset_t stop_signals;
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGTERM);
+	sigaddset(&stop_signals, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+	int sig_fd = signalfd(-1, &stop_signals, SFD_CLOEXEC);
+	signal(SIGPIPE, SIG_IGN);
+
+	static struct vm vm; /* large (vCPU table); static keeps it off the stack */
+	struct legacy_devices legacy;
+	struct console console;
+	struct boot_entry entry;
+	int status = EXIT_USAGE;
+
+	if (vm_create(&vm, &cfg))
+		goto out_vm;
+	if (load_guest(&vm, &cfg, &entry))
+		goto out_vm;
+	if (console_open(&console, &cfg))
+		goto out_vm;
+	vm.console = &console;
+	console.deliver = console_deliver;
+	console.quit = console_quit;
+	console.opaque = &vm;
+	if (add_legacy_devices(&vm, &legacy))
+		goto out_console;
+	status = EXIT_VMM_ERROR;
+	if (vcpus_create(&vm, &entry) || console_start_input(&console))
+		goto out_vcpus;
+	if (vcpus_start(&vm))
+		goto out_vcpus;
+	wait_for_stop(&vm, sig_fd);
+	status = vm.exit_status;
+out_vcpus:
+	vm_request_stop(&vm, status);
+	vcpus_stop(&vm);
+	serial_destroy(&legacy.serial);
+out_console:
+	console_close(&console);
+out_vm:
+	vm_destroy(&vm);
+	if (sig_fd >= 0)
+		close(sig_fd);
+	if (!cfg.quiet)
+		log_info("exit status %d", status);
+	return status;
+}

@@ -1,0 +1,215 @@
+#include "vcpu.h"
+
+#include <errno.h>
+#include <linux/kvm.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "arch/x86/cpu.h"
+#include "cli.h"
+#include "log.h"
+
+/* Signal used to kick a vCPU thread out of KVM_RUN; its handler does nothing. */
+#define SIG_VCPU_KICK SIGUSR1
+
+int vcpus_create(struct vm *vm, const struct boot_entry *entry)
+{
+	for (int i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+		v->vm = vm;
+		v->index = i;
+		v->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, i);
+		if (v->fd < 0) {
+			log_error("KVM_CREATE_VCPU %d: %s", i, strerror(errno));
+			return -1;
+		}
+		v->run = mmap(NULL, (size_t)vm->vcpu_mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			      v->fd, 0);
+		if (v->run == MAP_FAILED) {
+			v->run = NULL;
+			log_error("mmap of vCPU %d state: %s", i, strerror(errno));
+			return -1;
+		}
+		if (x86_vcpu_init(vm->kvm_fd, v->fd, i, vm->nr_vcpus))
+			return -1;
+		/* Application processors wait in KVM for INIT/SIPI from the boot vCPU. */
+		if (i == 0 && x86_vcpu_set_boot_regs(v->fd, entry))
+			return -1;
+	}
+	return 0;
+}
+
+static void handle_io(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+	bool is_write = run->io.direction == KVM_EXIT_IO_OUT;
+	/* String I/O (rep outsb) arrives as count back-to-back elements. */
+	for (uint32_t i = 0; i < run->io.count; i++) {
+		io_bus_access(&v->vm->pio, run->io.port, data, run->io.size, is_write);
+		data += run->io.size;
+	}
+}
+
+static void handle_mmio(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	uint32_t len = run->mmio.len <= 8 ? run->mmio.len : 8;
+	io_bus_access(&v->vm->mmio, run->mmio.phys_addr, run->mmio.data, len, run->mmio.is_write);
+}
+
+static void report_internal_error(struct vcpu *v, const char *what)
+{
+	log_error("vCPU %d: %s", v->index, what);
+	x86_vcpu_dump(v->fd, &v->vm->mem);
+	vm_request_stop(v->vm, EXIT_INTERNAL_ERROR);
+}
+
+/* Returns false when the thread should stop. */
+static bool handle_exit(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	char what[128];
+	switch (run->exit_reason) {
+	case KVM_EXIT_IO:
+		handle_io(v);
+		return true;
+	case KVM_EXIT_MMIO:
+		handle_mmio(v);
+		return true;
+	case KVM_EXIT_INTR:
+		return true;
+	case KVM_EXIT_HLT:
+		/* Only without an in-kernel LAPIC; treat as the guest being done. */
+		log_info("vCPU %d halted", v->index);
+		vm_request_stop(v->vm, EXIT_GUEST_RESET);
+		return false;
+	case KVM_EXIT_SHUTDOWN:
+		log_error("vCPU %d: triple fault (KVM_EXIT_SHUTDOWN)", v->index);
+		x86_vcpu_dump(v->fd, &v->vm->mem);
+		vm_request_stop(v->vm, EXIT_TRIPLE_FAULT);
+		return false;
+	case KVM_EXIT_SYSTEM_EVENT:
+		log_info("vCPU %d: system event %u (reset or shutdown)", v->index,
+			 run->system_event.type);
+		vm_request_stop(v->vm, EXIT_GUEST_RESET);
+		return false;
+	case KVM_EXIT_FAIL_ENTRY:
+		snprintf(what, sizeof(what), "KVM_EXIT_FAIL_ENTRY, hardware reason 0x%llx",
+			 (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		report_internal_error(v, what);
+		return false;
+	case KVM_EXIT_INTERNAL_ERROR:
+		snprintf(what, sizeof(what), "KVM_EXIT_INTERNAL_ERROR, suberror %u%s",
+			 run->internal.suberror,
+			 run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION
+			     ? " (instruction emulation failed)"
+			     : "");
+		report_internal_error(v, what);
+		return false;
+	default:
+		snprintf(what, sizeof(what), "unexpected exit reason %u", run->exit_reason);
+		report_internal_error(v, what);
+		return false;
+	}
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *v = arg;
+	struct vm *vm = v->vm;
+	v->tid = (pid_t)syscall(SYS_gettid);
+	if (vm->cfg->pinned[v->index] &&
+	    sched_setaffinity(0, sizeof(cpu_set_t), &vm->cfg->pin_sets[v->index]) < 0) {
+		log_error("vCPU %d: cannot pin to the requested CPUs: %s", v->index,
+			  strerror(errno));
+		vm_request_stop(vm, EXIT_USAGE);
+	}
+	pthread_barrier_wait(&vm->start_barrier); /* thread ready, tid known */
+	pthread_barrier_wait(&vm->start_barrier); /* main thread printed the table */
+
+	while (!vm_is_stopping(vm)) {
+		int rc = ioctl(v->fd, KVM_RUN, 0);
+		if (rc < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				v->run->immediate_exit = 0;
+				continue;
+			}
+			log_error("vCPU %d: KVM_RUN: %s", v->index, strerror(errno));
+			vm_request_stop(vm, EXIT_VMM_ERROR);
+			break;
+		}
+		if (!handle_exit(v))
+			break;
+	}
+	return NULL;
+}
+
+static void kick_handler(int sig)
+{
+	(void)sig;
+}
+
+int vcpus_start(struct vm *vm)
+{
+	struct sigaction sa = {.sa_handler = kick_handler};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIG_VCPU_KICK, &sa, NULL);
+	pthread_barrier_init(&vm->start_barrier, NULL, (unsigned)vm->nr_vcpus + 1);
+	for (int i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+		int rc = pthread_create(&v->thread, NULL, vcpu_thread, v);
+		if (rc) {
+			log_error("cannot start vCPU thread %d: %s", i, strerror(rc));
+			/* Threads already started wait on the barrier forever; exit instead. */
+			return -1;
+		}
+		v->started = true;
+	}
+	pthread_barrier_wait(&vm->start_barrier);
+	for (int i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+		cpu_set_t actual;
+		char list[256] = "?";
+		if (sched_getaffinity(v->tid, sizeof(actual), &actual) == 0)
+			format_cpu_list(&actual, list, sizeof(list));
+		if (vm->cfg->pinned[i] && !CPU_EQUAL(&actual, &vm->cfg->pin_sets[i])) {
+			log_error("vCPU %d: pinning did not take effect (affinity is %s)", i, list);
+			vm_request_stop(vm, EXIT_USAGE);
+		}
+		log_info("vcpu %d: tid %d, host cpus %s%s", i, (int)v->tid, list,
+			 vm->cfg->pinned[i] ? " (pinned)" : "");
+	}
+	pthread_barrier_wait(&vm->start_barrier);
+	return 0;
+}
+
+void vcpus_stop(struct vm *vm)
+{
+	for (int i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+		if (!v->started)
+			continue;
+		/* immediate_exit closes the race with a thread about to enter KVM_RUN. */
+		if (v->run)
+			v->run->immediate_exit = 1;
+		pthread_kill(v->thread, SIG_VCPU_KICK);
+	}
+	for (int i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+		if (v->started)
+			pthread_join(v->thread, NULL);
+		v->started = false;
+		if (v->run)
+			munmap(v->run, (size_t)vm->vcpu_mmap_size);
+		v->run = NULL;
+		if (v->fd > 0)
+			close(v->fd);
+		v->fd = -1;
+	}
+}

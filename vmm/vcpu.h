@@ -1,0 +1,15 @@
+/* vCPU threads: one per vCPU, pinned before the first KVM_RUN. */
+#ifndef MINIVMM_VCPU_H
+#define MINIVMM_VCPU_H
+
+#include "vm.h"
+
+/* Create every vCPU fd and its per-vCPU state; the boot vCPU gets entry's registers. */
+int vcpus_create(struct vm *vm, const struct boot_entry *entry);
+/* Start the threads, wait until each has applied its pinning, print the thread table, then
+ * let them run. Returns 0 or -1 (logged). */
+int vcpus_start(struct vm *vm);
+/* Kick every vCPU out of KVM_RUN and join the threads. */
+void vcpus_stop(struct vm *vm);
+
+#endif

@@ -1,0 +1,68 @@
+/* The virtual machine: KVM handles, guest memory, buses, vCPUs and the exit protocol. */
+#ifndef MINIVMM_VM_H
+#define MINIVMM_VM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "guest_mem.h"
+#include "io_bus.h"
+
+struct kvm_run;
+struct serial;
+struct console;
+
+/* Exit statuses for guest outcomes; documented in README.md and --help. */
+#define EXIT_GUEST_RESET    0
+#define EXIT_VMM_ERROR	    1
+#define EXIT_USAGE	    2
+#define EXIT_TRIPLE_FAULT   98
+#define EXIT_INTERNAL_ERROR 99
+
+struct vcpu {
+	struct vm *vm;
+	int index;
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	pid_t tid;
+	bool started;
+};
+
+struct vm {
+	const struct vm_config *cfg;
+	int kvm_fd;
+	int vm_fd;
+	int vcpu_mmap_size;
+	struct guest_mem mem;
+	struct io_bus pio;
+	struct io_bus mmio;
+	int nr_vcpus;
+	struct vcpu vcpus[MAX_VCPUS];
+
+	struct serial *serial;
+	struct console *console;
+
+	/* The first guest outcome wins; the main thread waits on stop_fd (an eventfd). */
+	pthread_mutex_t stop_lock;
+	bool stopping;
+	int exit_status;
+	int stop_fd;
+
+	/* vCPU threads wait here until the main thread has printed the thread table. */
+	pthread_barrier_t start_barrier;
+};
+
+/* Create the VM: KVM checks, memory, irqchip, PIT. Returns 0 or -1 (reason logged). */
+int vm_create(struct vm *vm, const struct vm_config *cfg);
+void vm_destroy(struct vm *vm);
+/* Assert or deassert a GSI line on the in-kernel irqchip. */
+void vm_set_irq(struct vm *vm, int gsi, int level);
+/* Ask the VM to stop with status; the first request wins. Callable from any thread. */
+void vm_request_stop(struct vm *vm, int status);
+bool vm_is_stopping(struct vm *vm);
+
+#endif
