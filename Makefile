@@ -57,7 +57,7 @@ integration-test: all
 sanitize-test:
 	$(MAKE) BUILD=build-san SANITIZE=1 unit-test
 	$(MAKE) BUILD=build-san SANITIZE=1 build-san/minivmm
-	MINIVMM=build-san/minivmm ./tests/integration/run.sh
+	MINIVMM=build-san/minivmm MINIVMM_SKIP_STOCK_KERNEL=1 ./tests/integration/run.sh
 
 test: check-format unit-test integration-test sanitize-test
 	@echo "ALL TESTS PASSED"

@@ -4,6 +4,7 @@
 FW_OUT    := build/firmware
 FW_CC     ?= gcc
 FW_HOSTCC ?= cc
+FW_LD     ?= ld
 FW_CFLAGS := -ffreestanding -nostdlib -fno-pic -fno-pie -no-pie -mno-red-zone \
 	-mgeneral-regs-only -fno-stack-protector -O2 -Wall -Wextra -Werror -std=gnu11 \
 	-m64 -fno-asynchronous-unwind-tables -MMD -MP
@@ -11,7 +12,7 @@ FW_LDFLAGS := -static -Wl,-T,firmware/probe.ld -Wl,--build-id=none \
 	-Wl,-z,max-page-size=0x1000 -Wl,-z,noexecstack
 
 FW_C_SRCS := $(wildcard firmware/*.c)
-FW_S_SRCS := $(wildcard firmware/*.S)
+FW_S_SRCS := $(filter-out firmware/setup16.S,$(wildcard firmware/*.S))
 FW_OBJS   := $(FW_C_SRCS:firmware/%.c=$(FW_OUT)/obj/%.o) \
 	$(FW_S_SRCS:firmware/%.S=$(FW_OUT)/obj/%.S.o)
 
@@ -33,7 +34,11 @@ $(FW_OUT)/tools/mkbzimage: firmware/tools/mkbzimage.c
 	@mkdir -p $(dir $@)
 	$(FW_HOSTCC) -O2 -Wall -Wextra -Werror -std=gnu11 -o $@ $<
 
-$(FW_OUT)/probe.bzImage: $(FW_OUT)/probe.elf $(FW_OUT)/tools/mkbzimage
-	$(FW_OUT)/tools/mkbzimage $< $@
+# Real-mode setup code: a flat binary linked where mkbzimage puts it in the setup area.
+$(FW_OUT)/setup16.bin: $(FW_OUT)/obj/setup16.S.o firmware/firmware.mk
+	$(FW_LD) -m elf_x86_64 -Ttext=0x270 -e setup16 --oformat binary -o $@ $<
 
--include $(FW_OBJS:.o=.d)
+$(FW_OUT)/probe.bzImage: $(FW_OUT)/probe.elf $(FW_OUT)/setup16.bin $(FW_OUT)/tools/mkbzimage
+	$(FW_OUT)/tools/mkbzimage $(FW_OUT)/probe.elf $(FW_OUT)/setup16.bin $@
+
+-include $(FW_OBJS:.o=.d) $(FW_OUT)/obj/setup16.S.d

@@ -8,6 +8,7 @@
 #include "pvm.h"
 #include "serial.h"
 #include "test_boot.h"
+#include "test_outcomes.h"
 #include "traps.h"
 #include "x86.h"
 
@@ -47,14 +48,23 @@ void fw_main(uint32_t protocol, uint64_t info)
 	if ((err = report_e820()))
 		probe_fail(err);
 
-	const char *test;
+	const char *test, *hold;
 	size_t n;
-	if (!cmdline_get(boot_info.cmdline, "test", &test, &n))
-		probe_pass();
-	if (n == 4 && !memcmp(test, "boot", 4)) {
-		if ((err = test_boot(mode)))
+	if (cmdline_get(boot_info.cmdline, "test", &test, &n)) {
+		test_outcome(test, n); /* returns unless it is one of those */
+		if (n == 4 && !memcmp(test, "boot", 4))
+			err = test_boot(mode);
+		else
+			err = "unknown test";
+		if (err)
 			probe_fail(err);
-		probe_pass();
 	}
-	probe_fail("unknown test");
+	/* hold=serial: lets a test inspect the running VM (all vCPUs have run by now). */
+	if (cmdline_get(boot_info.cmdline, "hold", &hold, &n)) {
+		if (n != 6 || memcmp(hold, "serial", 6))
+			probe_fail("unknown hold");
+		kprintf("probe: holding\n");
+		serial_getc();
+	}
+	probe_pass();
 }

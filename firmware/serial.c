@@ -6,6 +6,7 @@
 #define UART_IER 1
 #define UART_LCR 3
 #define UART_LSR 5
+#define LSR_DR	 0x01
 #define LSR_THRE 0x20
 
 /* No interrupts, 8N1 with DLAB clear; keep whatever baud rate the VMM or BIOS set. */
@@ -27,4 +28,11 @@ void serial_write(const char *s, size_t n)
 {
 	while (n--)
 		serial_putc(*s++);
+}
+
+char serial_getc(void)
+{
+	while (!(inb(COM1 + UART_LSR) & LSR_DR))
+		;
+	return (char)inb(COM1);
 }

@@ -6,5 +6,7 @@
 
 void serial_init(void);
 void serial_write(const char *s, size_t n);
+/* Waits (unbounded) for one received byte. */
+char serial_getc(void);
 
 #endif

@@ -12,7 +12,7 @@
 #define PDPT      0x3000
 #define PD        0x4000
 #define HDR_START 0x1f1
-#define HDR_END   0x290
+#define HDR_END   0x270 /* end of struct setup_header */
 #define SMAP      0x534d4150
 
 	.code16

@@ -9,8 +9,9 @@
 #include "tsc.h"
 #include "x86.h"
 
-#define MIB	    (1ull << 20)
-#define LOW_RAM_MAX (3ull << 30) /* RAM above this sits above 4 GiB (MMIO hole) */
+#define MIB	       (1ull << 20)
+#define AP_TIMEOUT_MIN 4000000000ull /* TSC cycles */
+#define LOW_RAM_MAX    (3ull << 30)  /* RAM above this sits above 4 GiB (MMIO hole) */
 
 static bool param(const char *key, const char **val, size_t *len)
 {
@@ -91,8 +92,10 @@ static const char *check_cpus(uint32_t khz)
 	struct cpu_list cpus;
 	struct smp_result res;
 	cpu_tables_find(boot_info.rsdp, &cpus);
-	/* Generous: 2 s per AP (4 GHz assumed when the TSC rate is unknown). */
-	uint64_t timeout = (khz ? (uint64_t)khz : 4000000ull) * 2000;
+	/* Generous: 2 s per AP, and never under 4e9 cycles (1 s at 4 GHz) should khz be off. */
+	uint64_t timeout = (uint64_t)khz * 2000;
+	if (timeout < AP_TIMEOUT_MIN)
+		timeout = AP_TIMEOUT_MIN;
 	smp_boot(&cpus, timeout, &res);
 	for (unsigned i = 0; i < res.online; i++)
 		kprintf("probe: cpu %u apic_id=%u online\n", i, res.apic_id[i]);

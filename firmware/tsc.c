@@ -34,6 +34,13 @@ static uint32_t from_cpuid(void)
 	return 0;
 }
 
+/* A PIT measurement outside 100 MHz..10 GHz means the TSC or the PIT misbehaved (seen under
+ * TCG on nested hosts, where the TSC can stall): better no figure than a wrong one. */
+static uint32_t plausible(uint64_t khz)
+{
+	return khz >= 100000 && khz <= 10000000 ? (uint32_t)khz : 0;
+}
+
 /* One-shot count down on channel 2 (gate via port 0x61), timing the TSC until OUT2 rises. */
 static uint32_t from_pit(void)
 {
@@ -46,10 +53,9 @@ static uint32_t from_pit(void)
 	/* Bounded: no PIT must not hang the probe (each inb is ~60 us on PVM). */
 	for (long i = 0; i < 100000000; i++) {
 		if (inb(PORT_B) & 0x20) {
-			uint64_t ticks = rdtsc() - t0;
-			/* Under 1 MHz: port 0x61 is not a real PIT (e.g. reads 0xff). */
-			return ticks < 1000ull * CALIBRATE_MS ? 0
-							      : (uint32_t)(ticks / CALIBRATE_MS);
+			/* Port 0x61 reading 0xff (no speaker port) ends at once. */
+			uint64_t cycles = rdtsc() - t0;
+			return plausible(cycles / CALIBRATE_MS);
 		}
 	}
 	return 0;
@@ -82,7 +88,7 @@ static uint32_t from_pit0(void)
 		if (ticks >= want) {
 			uint64_t cycles = rdtsc() - t0;
 			uint64_t khz = cycles * PIT_HZ / ((uint64_t)ticks * 1000);
-			return khz < 1000 ? 0 : (uint32_t)khz;
+			return plausible(khz);
 		}
 	}
 	return 0;

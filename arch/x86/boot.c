@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "arch/x86/acpi.h"
 #include "arch/x86/boot_params.h"
 #include "arch/x86/bzimage.h"
 #include "arch/x86/elf.h"
@@ -10,7 +11,10 @@
 #include "arch/x86/mptable.h"
 #include "arch/x86/pvh.h"
 
-/* End of conventional memory: the MP table must stay inside the EBDA (reserved in e820). */
+/* acpi_write puts the RSDP at the start of its region. */
+#define ACPI_RSDP_ADDR ACPI_TABLES_START
+_Static_assert(ACPI_TABLES_START >= FIRMWARE_TABLES_START && ACPI_TABLES_END <= MPTABLE_START,
+	       "ACPI tables must sit in the reserved firmware area, clear of the MP table");
 /* 64-bit Linux refuses initrds above 2 GiB unless told otherwise; a vmlinux has no header
  * to tell, so stay conservative. */
 #define VMLINUX_INITRD_ADDR_MAX 0x7fffffffu
@@ -41,6 +45,7 @@ static int load_bzimage(struct guest_mem *mem, const struct boot_args *args,
 	    .initrd_size = args->initrd_size,
 	    .dtb = args->dtb,
 	    .dtb_size = args->dtb_size,
+	    .rsdp_addr = ACPI_RSDP_ADDR,
 	};
 	if (boot_params_setup(mem, &lb, &entry->initrd_addr, err, errlen))
 		return -1;
@@ -85,6 +90,7 @@ static int load_elf(struct guest_mem *mem, const struct boot_args *args, struct 
 		    .cmdline = args->cmdline,
 		    .initrd = args->initrd,
 		    .initrd_size = args->initrd_size,
+		    .rsdp_addr = ACPI_RSDP_ADDR,
 		};
 		if (pvh_setup(mem, &pb, &entry->initrd_addr, err, errlen))
 			return -1;
@@ -101,6 +107,7 @@ static int load_elf(struct guest_mem *mem, const struct boot_args *args, struct 
 		    .initrd_size = args->initrd_size,
 		    .dtb = args->dtb,
 		    .dtb_size = args->dtb_size,
+		    .rsdp_addr = ACPI_RSDP_ADDR,
 		};
 		if (boot_params_setup(mem, &lb, &entry->initrd_addr, err, errlen))
 			return -1;
@@ -131,6 +138,12 @@ int x86_boot_load(struct guest_mem *mem, const struct boot_args *args, struct bo
 			 args->nr_cpus, max_cpus);
 		return -1;
 	}
+	int max_acpi = acpi_max_cpus(ACPI_TABLES_START, ACPI_TABLES_END);
+	if (args->nr_cpus > max_acpi) {
+		snprintf(err, errlen, "%d CPUs requested; the ACPI tables support 1..%d",
+			 args->nr_cpus, max_acpi);
+		return -1;
+	}
 	int rc;
 	if (bzimage_detect(args->kernel, args->kernel_size))
 		rc = load_bzimage(mem, args, entry, err, errlen);
@@ -142,6 +155,9 @@ int x86_boot_load(struct guest_mem *mem, const struct boot_args *args, struct bo
 	}
 	if (rc == 0)
 		rc = mptable_write(mem, MPTABLE_START, MPTABLE_END, args->nr_cpus, err, errlen);
+	/* Both: the MP table for kernels without ACPI (and Linux's MPPARSE), ACPI for the rest. */
+	if (rc == 0)
+		rc = acpi_write(mem, ACPI_RSDP_ADDR, ACPI_TABLES_END, args->nr_cpus, err, errlen);
 	if (rc == 0 && entry->initrd_addr)
 		entry->initrd_size = args->initrd_size;
 	if (rc)

@@ -20,7 +20,7 @@ struct boot_args {
 	size_t initrd_size;
 	const char *cmdline; /* never NULL; may be "" */
 	enum boot_protocol protocol;
-	int nr_cpus; /* for the MP table */
+	int nr_cpus; /* for the MP and ACPI tables */
 	/* Optional blob handed over as setup_data SETUP_DTB (Linux64 only). */
 	const uint8_t *dtb;
 	size_t dtb_size;

@@ -103,6 +103,7 @@ int boot_params_setup(struct guest_mem *mem, const struct linux_boot *lb, uint64
 	put_le32(bp + BP_OFF_EXT_RAMDISK_IMAGE, (uint32_t)(ird >> 32));
 	put_le32(bp + BZ_OFF_RAMDISK_SIZE, (uint32_t)isize);
 	put_le32(bp + BP_OFF_EXT_RAMDISK_SIZE, (uint32_t)(isize >> 32));
+	put_le64(bp + BP_OFF_ACPI_RSDP_ADDR, lb->rsdp_addr);
 	bp[BP_OFF_E820_ENTRIES] = (uint8_t)n820;
 	for (size_t i = 0; i < n820; i++) {
 		uint8_t *e = bp + BP_OFF_E820_TABLE + i * BP_E820_ENTRY_SIZE;

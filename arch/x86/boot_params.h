@@ -8,6 +8,7 @@
 #include "vmm/guest_mem.h"
 
 /* boot_params offsets outside the setup header (arch/x86/include/uapi/asm/bootparam.h). */
+#define BP_OFF_ACPI_RSDP_ADDR	 0x070 /* read by Linux 5.0+ (protocol 2.14); older kernels scan */
 #define BP_OFF_EXT_RAMDISK_IMAGE 0x0c0
 #define BP_OFF_EXT_RAMDISK_SIZE	 0x0c4
 #define BP_OFF_EXT_CMD_LINE_PTR	 0x0c8
@@ -36,6 +37,7 @@ struct linux_boot {
 	size_t initrd_size;
 	const uint8_t *dtb; /* optional SETUP_DTB payload */
 	size_t dtb_size;
+	uint64_t rsdp_addr; /* ACPI RSDP for acpi_rsdp_addr (0: none) */
 };
 
 /* Write the command line, initrd, setup_data and zero page. *initrd_addr gets where the initrd

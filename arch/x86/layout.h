@@ -13,7 +13,12 @@
 #define CMDLINE_MAX	    0x10000ULL /* 64 KiB including the NUL */
 #define SETUP_DATA_ADDR	    0x30000ULL /* setup_data chain (e.g. SETUP_DTB), up to EBDA_START */
 #define EBDA_START	    0x9fc00ULL /* reserved in e820, as on a PC */
-#define BIOS_ROM_START	    0xf0000ULL /* reserved in e820 */
+/* ACPI tables, RSDP first: inside the 0xe0000-0xfffff area OSPMs scan for "RSD PTR ". */
+#define ACPI_TABLES_START 0xe0000ULL
+#define ACPI_TABLES_END	  0xf0000ULL
+#define BIOS_ROM_START	  0xf0000ULL
+/* [FIRMWARE_TABLES_START, HIGH_MEMORY_START) is one reserved e820 entry: ACPI + MP tables. */
+#define FIRMWARE_TABLES_START ACPI_TABLES_START
 /* MP floating pointer + table: the BIOS area holds one for up to 254 CPUs (the EBDA only 40). */
 #define MPTABLE_START	  BIOS_ROM_START
 #define MPTABLE_END	  0x100000ULL

@@ -44,7 +44,7 @@ int pvh_setup(struct guest_mem *mem, const struct pvh_boot *pb, uint64_t *initrd
 	put_le32(si + HSI_OFF_MAGIC, HVM_START_MAGIC_VALUE);
 	put_le32(si + HSI_OFF_VERSION, HVM_START_VERSION);
 	put_le64(si + HSI_OFF_CMDLINE_PADDR, CMDLINE_ADDR);
-	put_le64(si + HSI_OFF_RSDP_PADDR, 0); /* no ACPI: the guest finds the MP table */
+	put_le64(si + HSI_OFF_RSDP_PADDR, pb->rsdp_addr);
 	if (ird) {
 		uint8_t *mod = si + (MODLIST_ADDR - PVH_START_INFO_ADDR);
 		put_le64(mod, ird);

@@ -30,6 +30,7 @@ struct pvh_boot {
 	const char *cmdline;
 	const uint8_t *initrd; /* module 0 when set */
 	size_t initrd_size;
+	uint64_t rsdp_addr; /* ACPI RSDP (0: none, the guest falls back to the MP table) */
 };
 
 /* Write command line, initrd and start_info. *initrd_addr gets where the initrd went (0 when

@@ -1,7 +1,7 @@
 /*
  * mkbzimage: wrap the probe ELF in a Linux bzImage (Documentation/arch/x86/boot.rst).
  * The protected-mode payload is the flat image from LOAD_ADDR; its 64-bit entry is at +0x200.
- * There is no real-mode setup code: the 16-bit entry just halts.
+ * The real-mode setup code (setup16.S, linked at SETUP_CODE) is copied in at SETUP_CODE.
  */
 #include <elf.h>
 #include <stdint.h>
@@ -13,8 +13,9 @@
 #define SETUP_SECTS    4
 #define SETUP_SIZE     ((1 + SETUP_SECTS) * 512)
 #define KERNEL_VERSION "minivmm probe v1"
-#define KVER_OFF       0x280 /* version string in the setup area */
-#define HALT_OFF       0x2c0 /* 16-bit entry lands here: cli; hlt; jmp */
+#define KVER_OFF       0x9c0 /* version string at the end of the setup area */
+/* Setup code right after the header, in reach of the short jmp at 0x200 (see firmware.mk). */
+#define SETUP_CODE 0x270
 
 static void put16(uint8_t *b, size_t off, uint16_t v)
 {
@@ -58,8 +59,8 @@ static int die(const char *msg)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3)
-		return die("usage: mkbzimage probe.elf probe.bzImage");
+	if (argc != 4)
+		return die("usage: mkbzimage probe.elf setup16.bin probe.bzImage");
 	size_t elf_size;
 	uint8_t *elf = read_file(argv[1], &elf_size);
 	if (!elf)
@@ -104,6 +105,10 @@ int main(int argc, char **argv)
 		if (ph.p_type == PT_LOAD && ph.p_filesz)
 			memcpy(payload + (ph.p_paddr - LOAD_ADDR), elf + ph.p_offset, ph.p_filesz);
 	}
+	size_t setup_size;
+	uint8_t *setup = read_file(argv[2], &setup_size);
+	if (!setup || setup_size > KVER_OFF - SETUP_CODE)
+		return die("cannot read the setup code, or it is too big");
 	uint32_t init_size = (uint32_t)((mem_end - LOAD_ADDR + 0xfff) & ~0xfffull);
 
 	out[0x1f1] = SETUP_SECTS;
@@ -111,7 +116,7 @@ int main(int argc, char **argv)
 	put16(out, 0x1fa, 0xffff);			 /* vid_mode: normal */
 	put16(out, 0x1fe, 0xaa55);			 /* boot_flag */
 	out[0x200] = 0xeb;				 /* jmp to the halt loop */
-	out[0x201] = (uint8_t)(HALT_OFF - 0x202);
+	out[0x201] = (uint8_t)(SETUP_CODE - 0x202);
 	memcpy(out + 0x202, "HdrS", 4);
 	put16(out, 0x206, 0x020f);	     /* protocol version */
 	put16(out, 0x20e, KVER_OFF - 0x200); /* kernel_version */
@@ -126,10 +131,10 @@ int main(int argc, char **argv)
 	put64(out, 0x258, LOAD_ADDR);	     /* pref_address */
 	put32(out, 0x260, init_size);	     /* init_size */
 	memcpy(out + KVER_OFF, KERNEL_VERSION, sizeof(KERNEL_VERSION));
-	static const uint8_t halt[] = {0xfa, 0xf4, 0xeb, 0xfd}; /* cli; 1: hlt; jmp 1b */
-	memcpy(out + HALT_OFF, halt, sizeof(halt));
+	memcpy(out + SETUP_CODE, setup, setup_size);
+	free(setup);
 
-	FILE *f = fopen(argv[2], "wb");
+	FILE *f = fopen(argv[3], "wb");
 	if (!f || fwrite(out, 1, SETUP_SIZE + payload_len, f) != SETUP_SIZE + payload_len ||
 	    fclose(f))
 		return die("cannot write the bzImage");

@@ -20,7 +20,7 @@ static void expect_low(const struct e820_entry *e, uint64_t low_end)
 {
 	expect(&e[0], 0, 0x9fc00, E820_RAM);
 	expect(&e[1], 0x9fc00, 0x400, E820_RESERVED);
-	expect(&e[2], 0xf0000, 0x10000, E820_RESERVED);
+	expect(&e[2], 0xe0000, 0x20000, E820_RESERVED); /* ACPI + MP tables */
 	expect(&e[3], 0x100000, low_end - 0x100000, E820_RAM);
 }
 

@@ -49,7 +49,7 @@ Test(pvh, start_info_with_initrd)
 	cr_assert_leq(memmap + n * 24, ZERO_PAGE_ADDR);
 	cr_assert_geq(memmap, modlist + 32);
 	const uint64_t want[4][3] = {
-	    {0, 0x9fc00, 1}, {0x9fc00, 0x400, 2}, {0xf0000, 0x10000, 2}, {0x100000, 127 * MiB, 1}};
+	    {0, 0x9fc00, 1}, {0x9fc00, 0x400, 2}, {0xe0000, 0x20000, 2}, {0x100000, 127 * MiB, 1}};
 	for (uint32_t i = 0; i < n; i++) {
 		uint8_t *e = gpa(&r, memmap + i * 24, 24);
 		cr_assert_eq(get_le64(e), want[i][0], "entry %u", i);

@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2034,SC2054 # CMD_*/EXPECT_* are read through ${!name}; -M takes commas
+# bench-boot.sh: boot the probe guest (build/firmware/probe.elf, PVH entry) with minivmm and with
+# QEMU's microvm machine, side by side in one run, and compare
+#   1. wall time from process start to the first byte on the serial console, and
+#   2. VMM memory at that moment: total RSS, and RSS beyond the guest RAM the guest touched
+#      (total RSS minus the RSS of the guest-RAM mapping: the anonymous mapping whose size
+#      equals --memory).
+# A benchmark, not a test: it prints medians over N rounds; each round runs minivmm (default,
+# guest RAM pre-faulted with MAP_POPULATE), minivmm --no-populate and QEMU, one after another.
+#
+# usage: examples/bench-boot.sh [--runs N] [--memory SIZE] [--timeout SEC] [--json]
+#
+# The measuring is done by examples/first-byte.c (built here into build/examples/first-byte):
+# it fork/execs the VMM with stdout on a pipe, times the first byte with CLOCK_MONOTONIC and
+# reads /proc/PID/smaps right then. Targets (issue): first byte >= 5x sooner than QEMU;
+# minivmm's RSS beyond guest RAM < 4 MiB.
+set -euo pipefail
+
+RUNS=10
+MEMORY=256M
+TIMEOUT=30
+JSON=0
+CMDLINE=""
+
+usage() {
+	sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--runs) RUNS="${2:?--runs needs a value}"; shift 2 ;;
+	--memory) MEMORY="${2:?--memory needs a value}"; shift 2 ;;
+	--timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
+	--json) JSON=1; shift ;;
+	-h | --help) usage ;;
+	*) echo "bench-boot: unknown argument: $1" >&2; usage ;;
+	esac
+done
+[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "bench-boot: --runs must be a positive integer" >&2; exit 2; }
+case "$MEMORY" in
+[1-9]*[0-9]M) MEM_BYTES=$(( ${MEMORY%M} << 20 )) ;;
+[1-9]*[0-9]G | [1-9]G) MEM_BYTES=$(( ${MEMORY%G} << 30 )) ;;
+*) echo "bench-boot: --memory must be like 256M or 1G" >&2; exit 2 ;;
+esac
+
+cd "$(dirname "$0")/.."
+MINIVMM=${MINIVMM:-build/minivmm}
+PROBE=${PROBE:-build/firmware/probe.elf}
+QEMU=${QEMU:-qemu-system-x86_64}
+HELPER=build/examples/first-byte
+
+missing=0
+[ -x "$MINIVMM" ] || { echo "bench-boot: $MINIVMM not found: run 'make'" >&2; missing=1; }
+[ -f "$PROBE" ] || { echo "bench-boot: $PROBE not found: run 'make'" >&2; missing=1; }
+command -v "$QEMU" >/dev/null ||
+	{ echo "bench-boot: $QEMU not found: apt-get install qemu-system-x86" >&2; missing=1; }
+command -v cc >/dev/null || { echo "bench-boot: no C compiler: apt-get install gcc" >&2; missing=1; }
+[ -w /dev/kvm ] || { echo "bench-boot: /dev/kvm is missing or not writable" >&2; missing=1; }
+[ "$missing" = 0 ] || exit 2
+
+mkdir -p build/examples
+cc -O2 -Wall -Wextra -Werror -o "$HELPER" examples/first-byte.c
+
+TMP=$(mktemp -d /tmp/bench-boot.XXXXXX)
+HELPER_PID=
+cleanup() {
+	if [ -n "$HELPER_PID" ]; then
+		kill -TERM "$HELPER_PID" 2>/dev/null || true # it kills its VMM child
+		wait "$HELPER_PID" 2>/dev/null || true
+	fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'echo "bench-boot: interrupted" >&2; exit 130' INT TERM HUP
+
+# The three configurations, in the order they run within each round (read through ${!name}).
+NAMES=(minivmm minivmm-nopop qemu)
+CMD_minivmm=("$MINIVMM" --kernel "$PROBE" --memory "$MEMORY" --cmdline "$CMDLINE" --console stdio --quiet)
+CMD_minivmm_nopop=("${CMD_minivmm[@]}" --no-populate)
+# -cpu host is refused by this machine's KVM (MSR 0x10a); the default CPU model only warns.
+CMD_qemu=("$QEMU" -accel kvm -M microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on
+	-m "$MEMORY" -nodefaults -no-user-config -nographic -serial stdio
+	-kernel "$PROBE" -append "$CMDLINE" -device isa-debug-exit,iobase=0xf4)
+# Exit status that means the probe passed: QEMU's isa-debug-exit turns the probe's 0 into 1.
+EXPECT_minivmm=0
+EXPECT_minivmm_nopop=0
+EXPECT_qemu=1
+
+cmd_of() { # the command line of configuration $1, quoted for a shell where needed
+	local v="CMD_${1//-/_}[@]" a out=
+	for a in "${!v}"; do
+		if [[ -z "$a" || "$a" =~ [^A-Za-z0-9_./=,:+-] ]]; then
+			a="'${a//\'/\'\\\'\'}'"
+		fi
+		out+="${out:+ }$a"
+	done
+	printf '%s' "$out"
+}
+
+run_one() { # name -> appends "us rss ram_rss maxrss" to $TMP/name.dat ("-": no memory sample)
+	local name=$1 v="CMD_${1//-/_}[@]" e="EXPECT_${1//-/_}" line
+	"$HELPER" --timeout "$TIMEOUT" --ram "$MEM_BYTES" --out "$TMP/out" --err "$TMP/err" \
+		-- "${!v}" >"$TMP/line" &
+	HELPER_PID=$!
+	wait "$HELPER_PID" || true
+	HELPER_PID=
+	line=$(cat "$TMP/line")
+	local us rss ram maxrss exit
+	us=$(sed -n 's/.*first_byte_us=\(-\{0,1\}[0-9]*\).*/\1/p' <<<"$line")
+	exit=$(sed -n 's/.*exit=\([0-9]*\).*/\1/p' <<<"$line")
+	rss=$(sed -n 's/.*rss_kb=\(-\{0,1\}[0-9]*\) ram_rss.*/\1/p' <<<"$line")
+	ram=$(sed -n 's/.*ram_rss_kb=\(-\{0,1\}[0-9]*\).*/\1/p' <<<"$line")
+	maxrss=$(sed -n 's/.*maxrss_kb=\([0-9]*\).*/\1/p' <<<"$line")
+	if [ -z "$us" ] || [ "$us" -lt 0 ] || [ "$exit" != "${!e}" ] ||
+		! grep -q '^probe: PASS' "$TMP/out"; then
+		echo "bench-boot: $name run failed: $line" >&2
+		echo "--- guest output:" >&2; cat "$TMP/out" >&2
+		echo "--- stderr:" >&2; cat "$TMP/err" >&2
+		exit 1
+	fi
+	if [ "${rss:--1}" -lt 0 ] || [ "${ram:--1}" -lt 0 ]; then
+		echo "bench-boot: $name: VMM already exiting when its first byte was read: no memory sample this run" >&2
+		rss=- ram=-
+	fi
+	echo "$us $rss $ram $maxrss" >>"$TMP/$name.dat"
+}
+
+# median of column $2 of file $1, or of ($2 - column $3); rows with "-" there are left out
+median() {
+	awk -v c="$2" -v d="${3:-0}" '$c != "-" && (!d || $d != "-") { print (d ? $c - $d : $c) }' "$1" |
+		sort -n | awk '{ v[NR] = $1 }
+		END { if (!NR) print -1; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# how many rows of file $1 have a memory sample
+samples() { awk '$2 != "-"' "$1" | wc -l; }
+
+say() { [ "$JSON" = 1 ] || echo "$@"; }
+
+DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+KERNEL=$(uname -r)
+NPROC=$(nproc)
+QEMU_VERSION=$("$QEMU" --version | head -1)
+say "bench-boot: $DATE"
+say "machine: $NPROC CPUs ($CPU), kernel $KERNEL, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+say "qemu: $QEMU_VERSION"
+say "guest: $PROBE (PVH entry), memory $MEMORY, cmdline \"$CMDLINE\", $RUNS rounds"
+say "commands (each run by $HELPER --ram $MEM_BYTES -- COMMAND):"
+for n in "${NAMES[@]}"; do say "  $n: $(cmd_of "$n")"; done
+
+for ((i = 1; i <= RUNS; i++)); do
+	for n in "${NAMES[@]}"; do run_one "$n"; done
+	[ ! -t 2 ] || printf '\rround %d/%d' "$i" "$RUNS" >&2
+done
+[ ! -t 2 ] || printf '\r%*s\r' 20 '' >&2
+
+declare -A T RSS RAM OVH MAX NMEM
+for n in "${NAMES[@]}"; do
+	f="$TMP/$n.dat"
+	NMEM[$n]=$(samples "$f")
+	if [ "${NMEM[$n]}" = 0 ]; then
+		echo "bench-boot: $n: no run gave a memory sample (machine too loaded?)" >&2
+		exit 1
+	fi
+	T[$n]=$(median "$f" 1)
+	RSS[$n]=$(median "$f" 2)
+	RAM[$n]=$(median "$f" 3)
+	OVH[$n]=$(median "$f" 2 3)
+	MAX[$n]=$(median "$f" 4)
+done
+# median over rounds of (QEMU's first-byte time / that of configuration $1 in the same round):
+# paired, so less sensitive to load that drifts during the run than the ratio of the medians
+paired() {
+	paste "$TMP/qemu.dat" "$TMP/$1.dat" | awk '{ print $1 / $5 }' | sort -g |
+		awk '{ v[NR] = $1 } END { printf "%.1f", (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }'; }
+ms() { awk -v u="$1" 'BEGIN { printf "%.1f", u / 1000 }'; }
+mib() { awk -v k="$1" 'BEGIN { printf "%.2f", k / 1024 }'; }
+
+if [ "$JSON" = 1 ]; then
+	runs_json() {
+		awk -v c="$2" -v d="${3:-0}" '{ printf "%s", (NR > 1 ? "," : "")
+			if ($c == "-" || (d && $d == "-")) printf "null"; else printf "%d", (d ? $c - $d : $c) }' "$1"
+	}
+	printf '{\n  "date": "%s",\n  "machine": {"nproc": %d, "cpu": "%s", "kernel": "%s"},\n' \
+		"$DATE" "$NPROC" "$CPU" "$KERNEL"
+	printf '  "qemu_version": "%s",\n  "guest": "%s",\n  "memory": "%s",\n  "memory_bytes": %d,\n  "runs": %d,\n' \
+		"$QEMU_VERSION" "$PROBE" "$MEMORY" "$MEM_BYTES" "$RUNS"
+	printf '  "configs": {\n'
+	for n in "${NAMES[@]}"; do
+		f="$TMP/$n.dat"
+		cmd=$(cmd_of "$n" | sed 's/\\/\\\\/g; s/"/\\"/g')
+		printf '    "%s": {\n      "command": "%s",\n' "$n" "$cmd"
+		printf '      "memory_samples": %d,\n' "${NMEM[$n]}"
+		printf '      "median": {"first_byte_us": %s, "rss_kb": %s, "guest_ram_rss_kb": %s, "rss_beyond_guest_ram_kb": %s, "peak_rss_kb": %s},\n' \
+			"${T[$n]}" "${RSS[$n]}" "${RAM[$n]}" "${OVH[$n]}" "${MAX[$n]}"
+		printf '      "first_byte_us": [%s],\n      "rss_kb": [%s],\n      "guest_ram_rss_kb": [%s],\n      "rss_beyond_guest_ram_kb": [%s],\n      "peak_rss_kb": [%s]\n' \
+			"$(runs_json "$f" 1)" "$(runs_json "$f" 2)" "$(runs_json "$f" 3)" "$(runs_json "$f" 2 3)" "$(runs_json "$f" 4)"
+		printf '    }%s\n' "$([ "$n" = qemu ] || echo ,)"
+	done
+	printf '  },\n  "ratios": {"first_byte_qemu_over_minivmm": %s, "first_byte_qemu_over_minivmm_nopop": %s, "first_byte_paired_qemu_over_minivmm": %s, "first_byte_paired_qemu_over_minivmm_nopop": %s, "rss_beyond_guest_ram_qemu_over_minivmm_nopop": %s},\n' \
+		"$(ratio "${T[qemu]}" "${T[minivmm]}")" "$(ratio "${T[qemu]}" "${T[minivmm-nopop]}")" \
+		"$(paired minivmm)" "$(paired minivmm-nopop)" "$(ratio "${OVH[qemu]}" "${OVH[minivmm-nopop]}")"
+	printf '  "targets": {"first_byte_5x_sooner": {"minivmm": %s, "minivmm_nopop": %s}, "rss_beyond_guest_ram_under_4mib": {"minivmm": %s, "minivmm_nopop": %s}}\n}\n' \
+		"$(awk -v q="${T[qemu]}" -v m="${T[minivmm]}" 'BEGIN { print (q >= 5 * m ? "true" : "false") }')" \
+		"$(awk -v q="${T[qemu]}" -v m="${T[minivmm-nopop]}" 'BEGIN { print (q >= 5 * m ? "true" : "false") }')" \
+		"$(awk -v o="${OVH[minivmm]}" 'BEGIN { print (o < 4096 ? "true" : "false") }')" \
+		"$(awk -v o="${OVH[minivmm-nopop]}" 'BEGIN { print (o < 4096 ? "true" : "false") }')"
+	exit 0
+fi
+
+echo
+echo "medians over $RUNS runs each       minivmm   minivmm --no-populate        qemu   qemu/minivmm  qemu/minivmm --no-populate"
+row() { # label unit-fn key-array [noratio]
+	local label=$1 fn=$2 a=$3 m n q r1=- r2=-
+	local -n arr=$a
+	m=$($fn "${arr[minivmm]}"); n=$($fn "${arr[minivmm-nopop]}"); q=$($fn "${arr[qemu]}")
+	if [ -z "${4:-}" ]; then
+		r1="$(ratio "${arr[qemu]}" "${arr[minivmm]}")x"
+		r2="$(ratio "${arr[qemu]}" "${arr[minivmm-nopop]}")x"
+	fi
+	printf '%-33s %10s %23s %11s %14s %27s\n' "$label" "$m" "$n" "$q" "$r1" "$r2"
+}
+row "first serial byte (ms)" ms T
+printf '%-33s %10s %23s %11s %14s %27s\n' "  same, median of per-round ratios" "" "" "" \
+	"$(paired minivmm)x" "$(paired minivmm-nopop)x"
+row "total RSS at first byte (MiB)" mib RSS
+row "guest-RAM mapping RSS (MiB)" mib RAM noratio
+row "RSS beyond guest RAM (MiB)" mib OVH
+row "peak RSS, whole run (MiB)" mib MAX
+echo "(RSS rows: medians over the runs whose VMM was still running when its first byte was read:"
+echo " minivmm ${NMEM[minivmm]}, --no-populate ${NMEM[minivmm-nopop]}, qemu ${NMEM[qemu]} of $RUNS)"
+echo
+verdict() { if [ "$1" = 1 ]; then echo met; else echo "NOT met"; fi; }
+t5=$(awk -v q="${T[qemu]}" -v m="${T[minivmm]}" 'BEGIN { print (q >= 5 * m) }')
+t5n=$(awk -v q="${T[qemu]}" -v m="${T[minivmm-nopop]}" 'BEGIN { print (q >= 5 * m) }')
+echo "target: first serial byte >= 5x sooner than QEMU: minivmm $(ratio "${T[qemu]}" "${T[minivmm]}")x ($(verdict "$t5")), --no-populate $(ratio "${T[qemu]}" "${T[minivmm-nopop]}")x ($(verdict "$t5n"))"
+o4=$(awk -v o="${OVH[minivmm]}" 'BEGIN { print (o < 4096) }')
+o4n=$(awk -v o="${OVH[minivmm-nopop]}" 'BEGIN { print (o < 4096) }')
+echo "target: minivmm RSS beyond guest RAM < 4 MiB: minivmm $(mib "${OVH[minivmm]}") MiB ($(verdict "$o4")), --no-populate $(mib "${OVH[minivmm-nopop]}") MiB ($(verdict "$o4n"))"

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# --pin: each vCPU thread runs on exactly the host CPUs asked for, checked from the host side
+# while the guest is running (the probe holds until it reads a byte on COM1).
+source "$(dirname "$0")/lib.sh"
+
+ncpu=$(nproc --all)
+[ "$ncpu" -ge 2 ] || skip "needs at least 2 host CPUs, this host has $ncpu"
+last=$((ncpu - 1))
+
+fifo=$TEST_TMP/console-in
+mkfifo "$fifo"
+"$MINIVMM" --kernel "$FW/probe.elf" --cpus 2 --pin "0=$last,1=0-$last" \
+	--cmdline "test=boot expect.cpus=2 hold=serial" <"$fifo" >"$TEST_TMP/pin.out" \
+	2>"$TEST_TMP/pin.err" &
+pid=$!
+on_exit "kill -9 $pid 2>/dev/null"
+exec 3>"$fifo" # keep the console input open until we choose to send the byte
+
+# Wait (bounded) for the guest to report that it holds: every vCPU has run by then.
+for _ in $(seq 600); do
+	grep -q '^probe: holding' "$TEST_TMP/pin.out" && break
+	kill -0 $pid 2>/dev/null || break
+	sleep 0.1
+done
+grep -q '^probe: holding' "$TEST_TMP/pin.out" || { show pin; fail "the probe never reached its hold point"; }
+
+# The VMM's own report, then the kernel's view of each thread.
+tid0=$(sed -n 's/^minivmm: vcpu 0: tid \([0-9]*\), host cpus \([0-9,-]*\) (pinned)$/\1/p' "$TEST_TMP/pin.err")
+tid1=$(sed -n 's/^minivmm: vcpu 1: tid \([0-9]*\), host cpus \([0-9,-]*\) (pinned)$/\1/p' "$TEST_TMP/pin.err")
+[ -n "$tid0" ] && [ -n "$tid1" ] || { show pin; fail "no pinned thread lines on stderr"; }
+allowed0=$(awk '/^Cpus_allowed_list/ {print $2}' "/proc/$pid/task/$tid0/status")
+allowed1=$(awk '/^Cpus_allowed_list/ {print $2}' "/proc/$pid/task/$tid1/status")
+[ "$allowed0" = "$last" ] || fail "vCPU 0 thread $tid0 may run on '$allowed0', expected '$last'"
+[ "$allowed1" = "0-$last" ] || fail "vCPU 1 thread $tid1 may run on '$allowed1', expected '0-$last'"
+
+printf 'x' >&3
+exec 3>&-
+VMM_STATUS=0
+wait $pid || VMM_STATUS=$?
+expect_probe_pass pin
+exit 0
