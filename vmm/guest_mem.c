@@ -1,6 +1,9 @@
 #include "guest_mem.h"
 
 #include <errno.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -19,18 +22,55 @@ static void layout(struct guest_mem *mem, uint8_t *backing, uint64_t ram_size)
 	}
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+/* Fault in chunk by chunk so that guest_mem_destroy can stop a large populate early. */
+#define POPULATE_CHUNK (2ULL << 20)
+
+static void *populate_thread(void *arg)
+{
+	struct guest_mem *mem = arg;
+	/* Lowest priority: the vCPUs, which fault pages in themselves if need be, come first. Not
+	 * SCHED_IDLE: a starved thread holding mmap_lock would stall everyone behind it. */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+	for (uint64_t off = 0; off < mem->ram_size && !mem->populate_stop; off += POPULATE_CHUNK) {
+		uint64_t len =
+		    mem->ram_size - off < POPULATE_CHUNK ? mem->ram_size - off : POPULATE_CHUNK;
+		if (madvise(mem->mapping + off, len, MADV_POPULATE_WRITE) < 0)
+			break; /* out of memory: the guest faults pages in itself */
+	}
+	return NULL;
+}
+
 int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate)
 {
-	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-	if (populate)
-		flags |= MAP_POPULATE;
+	const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 	void *p = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, flags, -1, 0);
 	if (p == MAP_FAILED)
 		return -errno;
+	bool async = populate && madvise(p, 4096, MADV_POPULATE_WRITE) == 0;
+	if (populate && !async) {
+		munmap(p, ram_size);
+		p = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, flags | MAP_POPULATE, -1, 0);
+		if (p == MAP_FAILED)
+			return -errno;
+	}
 	/* Guest RAM is large and sparse in use; never dump it into a core file. */
 	madvise(p, ram_size, MADV_DONTDUMP);
 	layout(mem, p, ram_size);
+	mem->populate_pending = async;
 	return 0;
+}
+
+void guest_mem_start_populate(struct guest_mem *mem)
+{
+	if (!mem->populate_pending)
+		return;
+	mem->populate_pending = false;
+	if (pthread_create(&mem->populate_thread, NULL, populate_thread, mem) == 0)
+		mem->populating = true;
 }
 
 void guest_mem_init_with(struct guest_mem *mem, uint8_t *backing, uint64_t ram_size)
@@ -40,6 +80,10 @@ void guest_mem_init_with(struct guest_mem *mem, uint8_t *backing, uint64_t ram_s
 
 void guest_mem_destroy(struct guest_mem *mem)
 {
+	if (mem->populating) {
+		mem->populate_stop = true;
+		pthread_join(mem->populate_thread, NULL);
+	}
 	if (mem->mapping)
 		munmap(mem->mapping, mem->ram_size);
 	memset(mem, 0, sizeof(*mem));

@@ -2,6 +2,7 @@
 #ifndef MINIVMM_GUEST_MEM_H
 #define MINIVMM_GUEST_MEM_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,10 +24,21 @@ struct guest_mem {
 	int nr_regions;
 	uint64_t ram_size; /* total bytes of RAM */
 	uint8_t *mapping;  /* the single host mapping backing all regions */
+	/* Background pre-faulting (see guest_mem_init). */
+	pthread_t populate_thread;
+	bool populate_pending;
+	bool populating;
+	volatile bool populate_stop;
 };
 
-/* Lay out ram_size bytes and map them (MAP_POPULATE when populate). Returns 0 or -errno. */
+/* Lay out ram_size bytes and map them. With populate, every page is pre-faulted, by a background
+ * thread (MADV_POPULATE_WRITE, see guest_mem_start_populate) so the guest starts at once yet
+ * rarely takes a first-touch fault; kernels without MADV_POPULATE_WRITE get a synchronous
+ * MAP_POPULATE. Returns 0 or -errno. */
 int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate);
+/* Start the background pre-faulting asked for at init. Call it once the vCPU threads exist: it
+ * competes with the boot for CPU and mmap_lock, and should not delay it. */
+void guest_mem_start_populate(struct guest_mem *mem);
 /* Lay out regions over caller-provided host memory (used by unit tests). */
 void guest_mem_init_with(struct guest_mem *mem, uint8_t *backing, uint64_t ram_size);
 void guest_mem_destroy(struct guest_mem *mem);

@@ -183,6 +183,7 @@ int main(int argc, char **argv)
 		goto out_vcpus;
 	if (vcpus_start(&vm))
 		goto out_vcpus;
+	guest_mem_start_populate(&vm.mem);
 	wait_for_stop(&vm, sig_fd);
 	status = vm.exit_status;
 out_vcpus:
