@@ -5,25 +5,24 @@ BUILD    ?= build
 CC       ?= gcc
 SANITIZE ?= 0
 
-CFLAGS_COMMON := -std=gnu11 -Wall -Wextra -Werror -O2 -g -D_GNU_SOURCE -I. -MMD -MP \
-	$(shell pkg-config --cflags libfdt 2>/dev/null)
+CFLAGS_COMMON := -std=gnu11 -Wall -Wextra -Werror -O2 -g -D_GNU_SOURCE -I. -MMD -MP
 ifeq ($(SANITIZE),1)
 CFLAGS_COMMON += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS_SAN   := -fsanitize=address,undefined
 endif
 CFLAGS  ?=
 CFLAGS  += $(CFLAGS_COMMON)
-LDLIBS  := -lpthread
+LDLIBS  := -lpthread -lfdt
 LDFLAGS += $(LDFLAGS_SAN)
 
-VMM_SRCS  := $(wildcard vmm/*.c devices/*.c arch/x86/*.c)
+VMM_SRCS  := $(wildcard vmm/*.c devices/*.c devices/virtio/*.c arch/x86/*.c)
 VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o)
 # Everything but main() is also linked into the unit tests.
 LIB_OBJS  := $(filter-out $(BUILD)/obj/vmm/main.o,$(VMM_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all deps demo test unit-test integration-test sanitize-test format check-format clean
+.PHONY: all deps demo test unit-test integration-test sanitize-test format check-format clean fuzz
 all: $(BUILD)/minivmm firmware
 
 $(BUILD)/minivmm: $(VMM_OBJS)
@@ -62,6 +61,30 @@ sanitize-test:
 test: check-format unit-test integration-test sanitize-test
 	@echo "ALL TESTS PASSED"
 
+# Coverage-guided fuzzing (not part of `make test`): every tests/fuzz/fuzz_<name>.c is a libFuzzer
+# target linked with FUZZ_<name>_SRCS, run for FUZZ_SECONDS from tests/fuzz/corpus/<name>/;
+# what it learns goes to build-fuzz/corpus/<name>/. `make fuzz-<name>` runs one target.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_BUILD   := build-fuzz
+FUZZ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -O1 -g -D_GNU_SOURCE -I. -fno-omit-frame-pointer \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_virtqueue_SRCS := devices/virtio/virtqueue.c vmm/guest_mem.c
+
+.SECONDEXPANSION:
+.PRECIOUS: $(FUZZ_BUILD)/fuzz_%
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard vmm/*.h devices/*.h devices/virtio/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) -lpthread
+
+fuzz-%: $(FUZZ_BUILD)/fuzz_%
+	@mkdir -p $(FUZZ_BUILD)/corpus/$* tests/fuzz/corpus/$*
+	./$(FUZZ_BUILD)/fuzz_$* -max_total_time=$(FUZZ_SECONDS) $(FUZZ_FLAGS) \
+		$(FUZZ_BUILD)/corpus/$* tests/fuzz/corpus/$*
+
+fuzz: $(FUZZ_NAMES:%=fuzz-%)
+
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 format:
 	clang-format -i $(FORMAT_SRCS)
@@ -69,6 +92,6 @@ check-format:
 	clang-format --dry-run -Werror $(FORMAT_SRCS)
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san $(FUZZ_BUILD)
 
 -include $(VMM_OBJS:.o=.d) $(UNIT_OBJS:.o=.d)

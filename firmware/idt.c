@@ -1,4 +1,7 @@
-/* The IDT: exception gates for vectors 0-31; the rest stay not-present until interrupts exist. */
+/*
+ * The IDT: exception gates for vectors 0-31; the rest stay not-present until interrupts exist.
+ * Before the PVM opt-in (emulated) only the #GP gate is set; the others follow natively.
+ */
 #include "probe.h"
 #include "traps.h"
 
@@ -17,21 +20,33 @@ struct idt_gate {
 
 extern const char trap_stubs[]; /* traps.S: stub N at trap_stubs + 16 * N */
 
-static struct idt_gate idt[256] __attribute__((aligned(16)));
+#define VEC_GP 13
+
+/* In .data, not .bss: idt_init_early() runs before start.S zeroes .bss. */
+static struct idt_gate idt[256] __attribute__((section(".data"), aligned(16)));
+
+static void set_gate(int v)
+{
+	uint64_t addr = (uint64_t)(trap_stubs + 16 * v);
+	idt[v] = (struct idt_gate){
+	    .offset_lo = (uint16_t)addr,
+	    .selector = SEL_CODE64, /* must exist in our GDT: PVM loads CS from it */
+	    .type_attr = GATE_INTR,
+	    .offset_mid = (uint16_t)(addr >> 16),
+	    .offset_hi = (uint32_t)(addr >> 32),
+	};
+}
+
+void idt_init_early(void)
+{
+	set_gate(VEC_GP);
+	idt_load();
+}
 
 void idt_init(void)
 {
-	for (int v = 0; v < NR_TRAPS; v++) {
-		uint64_t addr = (uint64_t)(trap_stubs + 16 * v);
-		idt[v] = (struct idt_gate){
-		    .offset_lo = (uint16_t)addr,
-		    .selector = SEL_CODE64, /* must exist in our GDT: PVM loads CS from it */
-		    .type_attr = GATE_INTR,
-		    .offset_mid = (uint16_t)(addr >> 16),
-		    .offset_hi = (uint32_t)(addr >> 32),
-		};
-	}
-	idt_load();
+	for (int v = 0; v < NR_TRAPS; v++)
+		set_gate(v);
 }
 
 void idt_load(void)

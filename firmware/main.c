@@ -9,6 +9,7 @@
 #include "serial.h"
 #include "test_boot.h"
 #include "test_outcomes.h"
+#include "test_rng.h"
 #include "traps.h"
 #include "x86.h"
 
@@ -26,11 +27,13 @@ static const char *report_e820(void)
 	return err;
 }
 
-/* Called once by start.S on the BSP: stack, GDT, page tables and .bss are ready. */
+/*
+ * Called once by start.S on the BSP: stack, GDT, page tables and .bss are ready, and
+ * pvm_probe() has run (so on PVM all of this runs natively).
+ */
 void fw_main(uint32_t protocol, uint64_t info)
 {
 	idt_init();
-	pvm_probe(); /* emulated until here on PVM; native afterwards */
 	const char *err = boot_info_copy((int)protocol, info);
 	serial_init();
 	kprintf("minivmm probe v1\n");
@@ -54,6 +57,10 @@ void fw_main(uint32_t protocol, uint64_t info)
 		test_outcome(test, n); /* returns unless it is one of those */
 		if (n == 4 && !memcmp(test, "boot", 4))
 			err = test_boot(mode);
+		else if (n == 3 && !memcmp(test, "rng", 3))
+			err = test_rng();
+		else if (n == 7 && !memcmp(test, "hostile", 7))
+			err = test_hostile();
 		else
 			err = "unknown test";
 		if (err)

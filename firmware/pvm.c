@@ -19,13 +19,14 @@ struct vif {
 };
 
 static uint8_t vif_pages[MAX_CPUS][4096] __attribute__((section(".noinit"), aligned(4096)));
-static bool pvm;
-static bool msr_faulted;
+/* In .data, not .bss: pvm_probe() runs before start.S zeroes .bss. */
+static bool pvm __attribute__((section(".data")));
+static bool msr_faulted __attribute__((section(".data")));
 
 void pvm_opt_in(unsigned cpu)
 {
 	struct vif *v = (struct vif *)vif_pages[cpu];
-	memset(v, 0, sizeof(*v));
+	*v = (struct vif){0}; /* two stores: cheaper than memset while emulated */
 	barrier();
 	/* From the next instruction on this vCPU runs natively. */
 	wrmsr(MSR_PVM_VIF, (uint64_t)v | VIF_STORE_CR2);

@@ -13,7 +13,10 @@ enum exec_mode {
 	MODE_EMULATED,	 /* QEMU TCG */
 };
 
-/* BSP: detect PVM and, if present, register VIF page 0. Needs the IDT (rdmsr may #GP). */
+/*
+ * BSP, from start.S before .bss is zeroed: detect PVM and, if present, register VIF
+ * page 0. Needs the #GP gate (idt_init_early(): the rdmsr may fault).
+ */
 void pvm_probe(void);
 /* AP: register this CPU's VIF page if the BSP found PVM. */
 void pvm_opt_in(unsigned cpu);

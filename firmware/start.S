@@ -1,16 +1,11 @@
 /*
- * Entry points. Both run emulated on PVM until pvm_opt_in(), so they stay short:
- * build our own page tables (U/S=1 everywhere: supervisor pages livelock PVM's
- * shadow MMU), load our GDT, switch stack, zero .bss, call fw_main(proto, info).
+ * Entry points. Both run emulated on PVM until pvm_probe() opts in, so everything
+ * before it is kept to a few dozen instructions: the page tables are static
+ * (page_tables.S), only the #GP gate the detection needs is installed, and .bss is
+ * zeroed after the opt-in. Then fw_main(proto, info).
  */
 #include "probe.h"
 
-#define PTE_P   0x1
-#define PTE_RW  0x2
-#define PTE_US  0x4
-#define PTE_PS  0x80
-#define PTE_DIR (PTE_P | PTE_RW | PTE_US)
-#define PTE_2M  (PTE_P | PTE_RW | PTE_US | PTE_PS)
 #define MSR_EFER 0xc0000080
 #define EFER_LME 0x100
 #define CR4_PAE  0x20
@@ -18,7 +13,11 @@
 
 	.section .head, "ax"
 
-/* PVH: 32-bit protected mode, paging off, EBX = hvm_start_info. */
+/*
+ * PVH: 32-bit protected mode, paging off, EBX = hvm_start_info. The PVH ABI gives flat
+ * CS, DS and ES, and nothing here uses the stack, so there is no 32-bit segment reload:
+ * the far jump below loads CS, and common64 the data segments.
+ */
 	.code32
 	.globl pvh_entry
 pvh_entry:
@@ -26,33 +25,6 @@ pvh_entry:
 	cld
 	mov	%ebx, %esi
 	lgdt	gdt_ptr
-	mov	$SEL_DATA, %eax
-	mov	%eax, %ds
-	mov	%eax, %es
-	mov	%eax, %ss
-	ljmp	$SEL_CODE32, $1f
-1:
-	/* PML4 and PDPT are adjacent: clear both, then link the first entries. */
-	mov	$pml4, %edi
-	mov	$(2 * 4096 / 4), %ecx
-	xor	%eax, %eax
-	rep stosl
-	movl	$(pdpt + PTE_DIR), pml4
-	movl	$(pd + 0x0000 + PTE_DIR), pdpt
-	movl	$(pd + 0x1000 + PTE_DIR), pdpt + 8
-	movl	$(pd + 0x2000 + PTE_DIR), pdpt + 16
-	movl	$(pd + 0x3000 + PTE_DIR), pdpt + 24
-	/* 2048 x 2 MiB = identity map of 4 GiB (LAPIC included). */
-	mov	$pd, %edi
-	mov	$PTE_2M, %eax
-	mov	$2048, %ecx
-2:	mov	%eax, (%edi)
-	movl	$0, 4(%edi)
-	add	$0x200000, %eax
-	add	$8, %edi
-	dec	%ecx
-	jnz	2b
-
 	mov	$pml4, %eax
 	mov	%eax, %cr3
 	mov	%cr4, %eax
@@ -77,24 +49,7 @@ pvh_entry:
 linux64_entry:
 	cli
 	cld
-	/* The VMM's tables still map us; build ours (same layout as above). */
-	lea	pml4(%rip), %rdi
-	mov	$(2 * 4096 / 8), %ecx
-	xor	%eax, %eax
-	rep stosq
-	movq	$(pdpt + PTE_DIR), pml4(%rip)
-	movq	$(pd + 0x0000 + PTE_DIR), pdpt(%rip)
-	movq	$(pd + 0x1000 + PTE_DIR), pdpt + 8(%rip)
-	movq	$(pd + 0x2000 + PTE_DIR), pdpt + 16(%rip)
-	movq	$(pd + 0x3000 + PTE_DIR), pdpt + 24(%rip)
-	lea	pd(%rip), %rdi
-	mov	$PTE_2M, %eax
-	mov	$2048, %ecx
-1:	mov	%rax, (%rdi)
-	add	$0x200000, %rax
-	add	$8, %rdi
-	dec	%ecx
-	jnz	1b
+	/* Our static tables map this code just as the VMM's tables do. */
 	mov	$pml4, %eax
 	mov	%rax, %cr3
 	lgdt	gdt_ptr(%rip)
@@ -118,7 +73,9 @@ common64:
 	lea	stack_top(%rip), %rsp
 	mov	%rdi, %r12
 	mov	%rsi, %r13
-	/* .bss is small (big buffers live in .noinit), so this is cheap even emulated. */
+	call	idt_init_early		/* just the #GP gate the detection's rdmsr needs */
+	call	pvm_probe		/* on PVM: emulated until here, native afterwards */
+	/* Variables used above live in .data, so zeroing .bss only now loses nothing. */
 	lea	__bss_start(%rip), %rdi
 	lea	__bss_end(%rip), %rcx
 	sub	%rdi, %rcx
@@ -149,11 +106,6 @@ gdt_ptr:
 	.quad	gdt
 
 	.section .noinit, "aw", @nobits
-	.balign 4096
-	.globl pml4
-pml4:	.skip	4096
-pdpt:	.skip	4096
-pd:	.skip	4 * 4096
 	.balign 16
 	.skip	16384
 stack_top:

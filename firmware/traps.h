@@ -12,8 +12,11 @@ struct trap_frame {
 	uint64_t rip, cs, rflags, rsp, ss; /* pushed by the CPU */
 };
 
-/* Build the IDT (BSP, once) and load it on this CPU. */
+/* BSP, before the PVM opt-in: just the #GP gate (rdmsr detection), and load the IDT. */
+void idt_init_early(void);
+/* BSP, once, after idt_init_early(): the other exception gates. */
 void idt_init(void);
+/* Load the IDT on this CPU. */
 void idt_load(void);
 
 /* Run an rdmsr whose #GP is expected: returns 0 and *val, or -1 if it faulted. */

@@ -193,6 +193,43 @@ void format_cpu_list(const cpu_set_t *set, char *buf, size_t len)
 	}
 }
 
+/* Device options: "key=value,key=value". Each key must be in the device's list. */
+static int parse_transport(const char *v, enum virtio_transport_kind *t, char *err, size_t errlen)
+{
+	if (!strcmp(v, "pci"))
+		*t = TRANSPORT_PCI;
+	else if (!strcmp(v, "mmio"))
+		*t = TRANSPORT_MMIO;
+	else
+		return fail(err, errlen, "invalid transport '%s' (expected mmio or pci)", v);
+	return 0;
+}
+
+static int parse_rng(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
+{
+	if (cfg->nr_devices == MAX_DEVICES)
+		return fail(err, errlen, "too many devices (at most %s)", "16");
+	struct device_config *d = &cfg->devices[cfg->nr_devices];
+	*d = (struct device_config){.kind = DEVICE_RNG, .transport = TRANSPORT_PCI};
+	char *copy = strdup(arg ? arg : "");
+	if (!copy)
+		return fail(err, errlen, "out of memory%s", "");
+	int rc = 0;
+	char *save = NULL;
+	for (char *kv = strtok_r(copy, ",", &save); kv && !rc; kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+		if (eq && !strncmp(kv, "transport", (size_t)(eq - kv)) && eq - kv == 9)
+			rc = parse_transport(eq + 1, &d->transport, err, errlen);
+		else
+			rc = fail(err, errlen, "unknown --rng option '%s' (expected transport=)",
+				  kv);
+	}
+	free(copy);
+	if (!rc)
+		cfg->nr_devices++;
+	return rc;
+}
+
 void cli_usage(void)
 {
 	printf(
@@ -237,6 +274,10 @@ enum {
 	OPT_CPUS,
 	OPT_PIN,
 	OPT_CONSOLE,
+	OPT_RNG,
+	OPT_IO_PIN,
+	OPT_DUMP_DTB,
+	OPT_DTB,
 	OPT_QUIET,
 	OPT_HELP,
 	OPT_VERSION,
@@ -246,6 +287,22 @@ static int host_cpu_count(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_CONF);
 	return n > 0 ? (int)n : 1;
+}
+
+/* Device flags take their options QEMU-style after a comma ("--rng,transport=mmio"); getopt
+ * wants "--rng=transport=mmio". Rewrite such words in place (the ',' becomes '='). */
+static void rewrite_device_options(int argc, char **argv)
+{
+	static const char *const device_flags[] = {"--rng,"};
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		for (size_t f = 0; f < sizeof(device_flags) / sizeof(device_flags[0]); f++) {
+			size_t n = strlen(device_flags[f]);
+			if (!strncmp(argv[i], device_flags[f], n))
+				argv[i][n - 1] = '=';
+		}
+	}
 }
 
 enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *err, size_t errlen)
@@ -260,6 +317,10 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 	    {"cpus", required_argument, NULL, OPT_CPUS},
 	    {"pin", required_argument, NULL, OPT_PIN},
 	    {"console", required_argument, NULL, OPT_CONSOLE},
+	    {"rng", optional_argument, NULL, OPT_RNG},
+	    {"io-pin", required_argument, NULL, OPT_IO_PIN},
+	    {"dump-dtb", required_argument, NULL, OPT_DUMP_DTB},
+	    {"dtb", no_argument, NULL, OPT_DTB},
 	    {"quiet", no_argument, NULL, OPT_QUIET},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {"version", no_argument, NULL, OPT_VERSION},
@@ -273,6 +334,7 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 	cfg->console = CONSOLE_STDIO;
 	const char *pin_arg = NULL;
 
+	rewrite_device_options(argc, argv);
 	opterr = 0;
 	optind = 1;
 	int c;
@@ -349,6 +411,21 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 				     optarg);
 				return CLI_ERROR;
 			}
+			break;
+		case OPT_RNG:
+			if (parse_rng(optarg, cfg, err, errlen))
+				return CLI_ERROR;
+			break;
+		case OPT_IO_PIN:
+			if (parse_cpu_list(optarg, host_cpu_count(), &cfg->io_pin_set, err, errlen))
+				return CLI_ERROR;
+			cfg->io_pinned = true;
+			break;
+		case OPT_DUMP_DTB:
+			cfg->dump_dtb_path = optarg;
+			break;
+		case OPT_DTB:
+			cfg->pass_dtb = true;
 			break;
 		case OPT_QUIET:
 			cfg->quiet = true;

@@ -8,7 +8,17 @@
 
 #include "arch/x86/boot.h"
 
-#define MAX_VCPUS 64
+#define MAX_VCPUS   64
+#define MAX_DEVICES 16
+
+enum device_kind { DEVICE_RNG };
+enum virtio_transport_kind { TRANSPORT_PCI, TRANSPORT_MMIO };
+
+/* One virtio device asked for on the command line. */
+struct device_config {
+	enum device_kind kind;
+	enum virtio_transport_kind transport;
+};
 
 enum console_kind { CONSOLE_STDIO, CONSOLE_NONE, CONSOLE_FILE };
 
@@ -23,6 +33,12 @@ struct vm_config {
 	bool quiet;
 	enum console_kind console;
 	const char *console_path;
+	const char *dump_dtb_path; /* --dump-dtb */
+	bool pass_dtb;		   /* --dtb: hand the tree to the guest */
+	struct device_config devices[MAX_DEVICES];
+	int nr_devices;
+	bool io_pinned;
+	cpu_set_t io_pin_set;
 	/* pinned[i] says whether vCPU i has a host CPU set in pin_sets[i]. */
 	bool pinned[MAX_VCPUS];
 	cpu_set_t pin_sets[MAX_VCPUS];

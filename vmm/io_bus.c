@@ -35,25 +35,45 @@ out:
 	return rc;
 }
 
+int io_bus_unregister(struct io_bus *bus, uint64_t base, void *opaque)
+{
+	int rc = -1;
+	pthread_rwlock_wrlock(&bus->lock);
+	for (int i = 0; i < bus->nr_ranges; i++) {
+		if (bus->ranges[i].base == base && bus->ranges[i].opaque == opaque) {
+			bus->ranges[i] = bus->ranges[--bus->nr_ranges];
+			rc = 0;
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&bus->lock);
+	return rc;
+}
+
 bool io_bus_access(struct io_bus *bus, uint64_t addr, uint8_t *data, uint32_t len, bool is_write)
 {
 	bool handled = false;
+	struct io_range r;
 	pthread_rwlock_rdlock(&bus->lock);
 	for (int i = 0; i < bus->nr_ranges; i++) {
-		const struct io_range *r = &bus->ranges[i];
-		if (addr >= r->base && addr - r->base < r->len) {
-			/* An access straddling the end of a range is the guest's bug: clip it. */
-			uint64_t room = r->len - (addr - r->base);
-			uint32_t n = len <= room ? len : (uint32_t)room;
-			if (!is_write && n < len)
-				memset(data + n, 0xff, len - n);
-			r->handler(r->opaque, addr - r->base, data, n, is_write);
+		if (addr >= bus->ranges[i].base &&
+		    addr - bus->ranges[i].base < bus->ranges[i].len) {
+			r = bus->ranges[i];
 			handled = true;
 			break;
 		}
 	}
 	pthread_rwlock_unlock(&bus->lock);
-	if (!handled && !is_write)
-		memset(data, 0xff, len);
-	return handled;
+	if (!handled) {
+		if (!is_write)
+			memset(data, 0xff, len);
+		return false;
+	}
+	/* An access straddling the end of a range is the guest's bug: clip it. */
+	uint64_t room = r.len - (addr - r.base);
+	uint32_t n = len <= room ? len : (uint32_t)room;
+	if (!is_write && n < len)
+		memset(data + n, 0xff, len - n);
+	r.handler(r.opaque, addr - r.base, data, n, is_write);
+	return true;
 }

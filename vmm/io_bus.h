@@ -30,7 +30,12 @@ void io_bus_destroy(struct io_bus *bus);
 /* Returns 0, or -1 if the range overlaps another, wraps, or the bus is full. */
 int io_bus_register(struct io_bus *bus, uint64_t base, uint64_t len, io_handler_fn handler,
 		    void *opaque);
-/* Returns true if a device handled the access. Unclaimed reads return all ones. */
+/* Remove the range at base registered with opaque. Returns 0, or -1 if there is none. A handler
+ * call already in flight may still complete after this returns: opaque must outlive the bus. */
+int io_bus_unregister(struct io_bus *bus, uint64_t base, void *opaque);
+/* Returns true if a device handled the access. Unclaimed reads return all ones. The handler runs
+ * without the bus lock held, so it may itself register or unregister ranges (a PCI config write
+ * that maps a BAR). */
 bool io_bus_access(struct io_bus *bus, uint64_t addr, uint8_t *data, uint32_t len, bool is_write);
 
 #endif

@@ -16,10 +16,14 @@
 #include "devices/i8042.h"
 #include "devices/rtc.h"
 #include "devices/serial.h"
+#include "fdt.h"
 #include "file_util.h"
 #include "log.h"
 #include "vcpu.h"
+#include "virtio_devices.h"
 #include "vm.h"
+
+#define CMDLINE_BUF_SIZE 65536
 
 /* Legacy PC devices every VM has; owned by main for the VM's lifetime. */
 struct legacy_devices {
@@ -79,8 +83,11 @@ static int add_legacy_devices(struct vm *vm, struct legacy_devices *d)
 	return 0;
 }
 
-static int load_guest(struct vm *vm, const struct vm_config *cfg, struct boot_entry *entry)
+static int load_guest(struct vm *vm, const struct vm_config *cfg, const char *cmdline,
+		      const struct virtio_devices *devs, struct boot_entry *entry)
 {
+	uint8_t *dtb = NULL;
+	size_t dtb_size = 0;
 	uint8_t *kernel = NULL, *initrd = NULL;
 	size_t kernel_size = 0, initrd_size = 0;
 	int rc = -1;
@@ -94,10 +101,20 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg, struct boot_en
 	    .kernel_size = kernel_size,
 	    .initrd = initrd,
 	    .initrd_size = initrd_size,
-	    .cmdline = cfg->cmdline,
+	    .cmdline = cmdline,
 	    .protocol = cfg->protocol,
 	    .nr_cpus = cfg->nr_cpus,
 	};
+	if (cfg->dump_dtb_path || cfg->pass_dtb) {
+		if (fdt_build_machine(vm, devs, &dtb, &dtb_size))
+			goto out;
+		if (cfg->dump_dtb_path && fdt_write_file(cfg->dump_dtb_path, dtb, dtb_size))
+			goto out;
+		if (cfg->pass_dtb) {
+			args.dtb = dtb;
+			args.dtb_size = dtb_size;
+		}
+	}
 	char err[256];
 	if (x86_boot_load(&vm->mem, &args, entry, err, sizeof(err))) {
 		log_error("%s: %s", cfg->kernel_path, err);
@@ -114,7 +131,18 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg, struct boot_en
 out:
 	free(kernel);
 	free(initrd);
+	free(dtb);
 	return rc;
+}
+
+static void log_io_thread(struct vm *vm)
+{
+	cpu_set_t actual;
+	char list[256] = "?";
+	if (sched_getaffinity(vm->loop.tid, sizeof(actual), &actual) == 0)
+		format_cpu_list(&actual, list, sizeof(list));
+	log_info("io thread: tid %d, host cpus %s%s", (int)vm->loop.tid, list,
+		 vm->cfg->io_pinned ? " (pinned)" : "");
 }
 
 /* Block until a guest outcome or a termination signal. */
@@ -161,17 +189,27 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	static struct vm vm; /* large (vCPU table); static keeps it off the stack */
+	static struct virtio_devices virtio;
 	struct legacy_devices legacy;
 	struct console console;
 	struct boot_entry entry;
 	int status = EXIT_USAGE;
 
+	/* The guest's command line: the user's, then entries announcing virtio-mmio devices. */
+	char *cmdline = calloc(1, CMDLINE_BUF_SIZE);
+	if (!cmdline) {
+		log_error("out of memory");
+		return EXIT_VMM_ERROR;
+	}
+	snprintf(cmdline, CMDLINE_BUF_SIZE, "%s", cfg.cmdline);
 	if (vm_create(&vm, &cfg))
 		goto out_vm;
-	if (load_guest(&vm, &cfg, &entry))
-		goto out_vm;
+	if (virtio_devices_create(&virtio, &vm, cmdline, CMDLINE_BUF_SIZE))
+		goto out_devices;
+	if (load_guest(&vm, &cfg, cmdline, &virtio, &entry))
+		goto out_devices;
 	if (console_open(&console, &cfg))
-		goto out_vm;
+		goto out_devices;
 	vm.console = &console;
 	console.deliver = console_deliver;
 	console.quit = console_quit;
@@ -181,6 +219,9 @@ int main(int argc, char **argv)
 	status = EXIT_VMM_ERROR;
 	if (vcpus_create(&vm, &entry) || console_start_input(&console))
 		goto out_vcpus;
+	if (event_loop_start(&vm.loop, cfg.io_pinned ? &cfg.io_pin_set : NULL))
+		goto out_vcpus;
+	log_io_thread(&vm);
 	if (vcpus_start(&vm))
 		goto out_vcpus;
 	guest_mem_start_populate(&vm.mem);
@@ -189,11 +230,15 @@ int main(int argc, char **argv)
 out_vcpus:
 	vm_request_stop(&vm, status);
 	vcpus_stop(&vm);
+	event_loop_stop(&vm.loop);
 	serial_destroy(&legacy.serial);
 out_console:
 	console_close(&console);
+out_devices:
+	virtio_devices_destroy(&virtio, &vm);
 out_vm:
 	vm_destroy(&vm);
+	free(cmdline);
 	if (sig_fd >= 0)
 		close(sig_fd);
 	if (!cfg.quiet)

@@ -58,6 +58,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	memset(vm, 0, sizeof(*vm));
 	vm->cfg = cfg;
 	vm->vm_fd = -1;
+	vm->loop.epoll_fd = vm->loop.wake_fd = -1;
 	vm->stop_fd = -1;
 	vm->nr_vcpus = cfg->nr_cpus;
 	pthread_mutex_init(&vm->stop_lock, NULL);
@@ -93,6 +94,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	}
 	if (add_memory_slots(vm) || create_irqchip_and_pit(vm))
 		return -1;
+	if (event_loop_init(&vm->loop))
+		return -1;
 	vm->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (vm->stop_fd < 0) {
 		log_error("eventfd: %s", strerror(errno));
@@ -103,6 +106,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 
 void vm_destroy(struct vm *vm)
 {
+	event_loop_destroy(&vm->loop);
 	guest_mem_destroy(&vm->mem);
 	if (vm->stop_fd >= 0)
 		close(vm->stop_fd);

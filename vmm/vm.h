@@ -8,12 +8,14 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "event_loop.h"
 #include "guest_mem.h"
 #include "io_bus.h"
 
 struct kvm_run;
 struct serial;
 struct console;
+struct gsi_routing;
 
 /* Exit statuses for guest outcomes; documented in README.md and --help. */
 #define EXIT_GUEST_RESET    0
@@ -43,6 +45,8 @@ struct vm {
 	int nr_vcpus;
 	struct vcpu vcpus[MAX_VCPUS];
 
+	struct event_loop loop;		 /* the I/O thread */
+	struct gsi_routing *gsi_routing; /* KVM's GSI routing table (vmm/gsi_routing.h), owned */
 	struct serial *serial;
 	struct console *console;
 

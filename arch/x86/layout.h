@@ -24,6 +24,13 @@
 #define MPTABLE_END	  0x100000ULL
 #define HIGH_MEMORY_START 0x100000ULL /* kernels are loaded at 1 MiB */
 
+/* PCI (devices/pci.c): BARs the VMM places, then virtio-mmio windows, then ECAM for bus 0. */
+#define PCI_MMIO_BASE  0xc0000000ULL /* 32-bit BAR window, [PCI_MMIO_BASE, PCI_MMIO_END) */
+#define PCI_MMIO_END   0xd0000000ULL
+#define PCI_ECAM_BASE  0xe0000000ULL /* enhanced configuration access: 1 MiB per bus */
+#define PCI_ECAM_SIZE  0x100000ULL   /* bus 0 only */
+#define PCI_HOLE_LIMIT 0xdfffffffULL /* last byte of the window ACPI gives the host bridge */
+
 #define IOAPIC_ADDR 0xfec00000ULL
 #define LAPIC_ADDR  0xfee00000ULL
 

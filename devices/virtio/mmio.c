@@ -1,0 +1,316 @@
+#include "mmio.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "vmm/kvm_irq.h"
+#include "vmm/log.h"
+#include "vmm/vm.h"
+
+const int virtio_mmio_irqs[VIRTIO_MMIO_MAX_DEVS] = {5, 6, 7, 9, 10, 11, 12, 13, 14, 15};
+
+#define REG_MAGIC	      0x000
+#define REG_VERSION	      0x004
+#define REG_DEVICE_ID	      0x008
+#define REG_VENDOR_ID	      0x00c
+#define REG_DEVICE_FEATURES   0x010
+#define REG_DEVICE_FEAT_SEL   0x014
+#define REG_DRIVER_FEATURES   0x020
+#define REG_DRIVER_FEAT_SEL   0x024
+#define REG_QUEUE_SEL	      0x030
+#define REG_QUEUE_NUM_MAX     0x034
+#define REG_QUEUE_NUM	      0x038
+#define REG_QUEUE_READY	      0x044
+#define REG_QUEUE_NOTIFY      0x050
+#define REG_INTERRUPT_STATUS  0x060
+#define REG_INTERRUPT_ACK     0x064
+#define REG_STATUS	      0x070
+#define REG_QUEUE_DESC_LOW    0x080
+#define REG_QUEUE_DESC_HIGH   0x084
+#define REG_QUEUE_DRIVER_LOW  0x090
+#define REG_QUEUE_DRIVER_HIGH 0x094
+#define REG_QUEUE_DEVICE_LOW  0x0a0
+#define REG_QUEUE_DEVICE_HIGH 0x0a4
+#define REG_SHM_LEN_LOW	      0x0b0
+#define REG_SHM_LEN_HIGH      0x0b4
+#define REG_QUEUE_RESET	      0x0c0
+#define REG_CONFIG_GENERATION 0x0fc
+#define REG_CONFIG	      0x100
+
+#define MMIO_MAGIC   0x74726976 /* "virt" */
+#define MMIO_VERSION 2
+#define MMIO_VENDOR  0x4d4d564d /* "MVMM" */
+
+#define INT_USED_BUFFER 1
+#define INT_CONFIG	2
+
+static void raise_interrupt(struct virtio_mmio *t, uint32_t bit)
+{
+	__atomic_fetch_or(&t->interrupt_status, bit, __ATOMIC_SEQ_CST);
+	uint64_t one = 1;
+	if (t->irq_fd >= 0 && write(t->irq_fd, &one, sizeof(one)) < 0)
+		log_warn("%s: interrupt lost: %s", t->dev->label, strerror(errno));
+}
+
+static void signal_queue(struct virtio_dev *dev, int q)
+{
+	(void)q;
+	raise_interrupt(dev->transport_priv, INT_USED_BUFFER);
+}
+
+static void signal_config(struct virtio_dev *dev)
+{
+	raise_interrupt(dev->transport_priv, INT_CONFIG);
+}
+
+static const struct virtio_transport_ops mmio_transport_ops = {
+    .signal_queue = signal_queue,
+    .signal_config = signal_config,
+};
+
+/* The selected queue, or NULL when the driver selected one that does not exist. */
+static struct virtqueue *selected_queue(struct virtio_mmio *t)
+{
+	if (t->queue_sel >= (uint32_t)t->dev->ops->nr_queues)
+		return NULL;
+	return &t->dev->vqs[t->queue_sel];
+}
+
+static uint32_t read_reg(struct virtio_mmio *t, uint64_t offset)
+{
+	struct virtio_dev *dev = t->dev;
+	struct virtqueue *vq = selected_queue(t);
+	switch (offset) {
+	case REG_MAGIC:
+		return MMIO_MAGIC;
+	case REG_VERSION:
+		return MMIO_VERSION;
+	case REG_DEVICE_ID:
+		return dev->ops->device_id;
+	case REG_VENDOR_ID:
+		return MMIO_VENDOR;
+	case REG_DEVICE_FEATURES:
+		return virtio_dev_get_device_features(dev, t->device_features_sel);
+	case REG_QUEUE_NUM_MAX:
+		return vq ? dev->ops->max_queue_size : 0;
+	case REG_QUEUE_READY:
+		return vq ? vq->ready : 0;
+	case REG_INTERRUPT_STATUS:
+		return __atomic_load_n(&t->interrupt_status, __ATOMIC_SEQ_CST);
+	case REG_STATUS:
+		return dev->status;
+	case REG_SHM_LEN_LOW:
+	case REG_SHM_LEN_HIGH:
+		return 0xffffffff; /* no shared memory regions */
+	case REG_CONFIG_GENERATION:
+		return dev->config_generation;
+	default:
+		return 0;
+	}
+}
+
+enum ring_part { RING_DESC, RING_DRIVER, RING_DEVICE };
+
+static void set_queue_addr(struct virtio_mmio *t, enum ring_part part, bool high, uint32_t v)
+{
+	struct virtqueue *vq = selected_queue(t);
+	/* Ring addresses are frozen while the queue is live. */
+	if (!vq || vq->ready)
+		return;
+	uint64_t *addr = part == RING_DESC     ? &vq->desc_gpa
+			 : part == RING_DRIVER ? &vq->avail_gpa
+					       : &vq->used_gpa;
+	*addr = high ? (*addr & 0xffffffffULL) | ((uint64_t)v << 32) : (*addr & ~0xffffffffULL) | v;
+}
+
+static void write_reg(struct virtio_mmio *t, uint64_t offset, uint32_t v)
+{
+	struct virtio_dev *dev = t->dev;
+	switch (offset) {
+	case REG_DEVICE_FEAT_SEL:
+		t->device_features_sel = v;
+		break;
+	case REG_DRIVER_FEATURES:
+		virtio_dev_set_driver_features(dev, t->driver_features_sel, v);
+		break;
+	case REG_DRIVER_FEAT_SEL:
+		t->driver_features_sel = v;
+		break;
+	case REG_QUEUE_SEL:
+		t->queue_sel = v;
+		break;
+	case REG_QUEUE_NUM: {
+		struct virtqueue *vq = selected_queue(t);
+		/* Checked (power of two, <= max) when the queue is enabled. */
+		if (vq && !vq->ready)
+			vq->size = v > 0xffff ? 0 : (uint16_t)v;
+		break;
+	}
+	case REG_QUEUE_READY:
+		if (selected_queue(t))
+			virtio_dev_queue_ready(dev, (int)t->queue_sel, v == 1);
+		break;
+	case REG_QUEUE_NOTIFY:
+		/* Only reached when the ioeventfd is missing: hand the kick to the I/O thread. */
+		if (v < (uint32_t)dev->ops->nr_queues && t->notify_fd[v] >= 0) {
+			uint64_t one = 1;
+			if (write(t->notify_fd[v], &one, sizeof(one)) < 0)
+				log_warn("%s: kick lost", dev->label);
+		}
+		break;
+	case REG_INTERRUPT_ACK:
+		__atomic_fetch_and(&t->interrupt_status, ~v, __ATOMIC_SEQ_CST);
+		break;
+	case REG_STATUS:
+		virtio_dev_set_status(dev, (uint8_t)v);
+		if (v == 0) {
+			__atomic_store_n(&t->interrupt_status, 0, __ATOMIC_SEQ_CST);
+			t->queue_sel = t->device_features_sel = t->driver_features_sel = 0;
+		}
+		break;
+	case REG_QUEUE_DESC_LOW:
+	case REG_QUEUE_DESC_HIGH:
+		set_queue_addr(t, RING_DESC, offset == REG_QUEUE_DESC_HIGH, v);
+		break;
+	case REG_QUEUE_DRIVER_LOW:
+	case REG_QUEUE_DRIVER_HIGH:
+		set_queue_addr(t, RING_DRIVER, offset == REG_QUEUE_DRIVER_HIGH, v);
+		break;
+	case REG_QUEUE_DEVICE_LOW:
+	case REG_QUEUE_DEVICE_HIGH:
+		set_queue_addr(t, RING_DEVICE, offset == REG_QUEUE_DEVICE_HIGH, v);
+		break;
+	case REG_QUEUE_RESET:
+		if (v == 1 && selected_queue(t))
+			virtio_dev_queue_ready(dev, (int)t->queue_sel, false);
+		break;
+	default:
+		break; /* read-only or unknown: ignored */
+	}
+}
+
+static void config_access(struct virtio_mmio *t, uint64_t offset, uint8_t *data, uint32_t len,
+			  bool is_write)
+{
+	struct virtio_dev *dev = t->dev;
+	uint32_t size = dev->ops->config_size;
+	if (offset >= size || len > size - offset) {
+		if (!is_write)
+			memset(data, 0, len);
+		return;
+	}
+	if (is_write) {
+		if (dev->ops->write_config)
+			dev->ops->write_config(dev, (uint32_t)offset, data, len);
+	} else if (dev->ops->read_config) {
+		dev->ops->read_config(dev, (uint32_t)offset, data, len);
+	} else {
+		memset(data, 0, len);
+	}
+}
+
+void virtio_mmio_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write)
+{
+	struct virtio_mmio *t = opaque;
+	if (offset >= REG_CONFIG) {
+		config_access(t, offset - REG_CONFIG, data, len, is_write);
+		return;
+	}
+	/* Registers are 32-bit and aligned (virtio 1.2, 4.2.2.2); anything else is ignored. */
+	if (len != 4 || (offset & 3)) {
+		if (!is_write)
+			memset(data, 0, len);
+		return;
+	}
+	if (is_write) {
+		uint32_t v;
+		memcpy(&v, data, 4);
+		write_reg(t, offset, v);
+	} else {
+		uint32_t v = read_reg(t, offset);
+		memcpy(data, &v, 4);
+	}
+}
+
+static void notify_handler(void *opaque, uint32_t events)
+{
+	(void)events;
+	struct virtio_mmio_notify *n = opaque;
+	uint64_t count;
+	if (read(n->mmio->notify_fd[n->queue], &count, sizeof(count)) != sizeof(count))
+		return;
+	virtio_dev_queue_notify(n->mmio->dev, n->queue);
+}
+
+void virtio_mmio_init(struct virtio_mmio *t, struct virtio_dev *dev, uint64_t base, int irq)
+{
+	memset(t, 0, sizeof(*t));
+	t->irq_fd = -1;
+	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++)
+		t->notify_fd[q] = -1;
+	t->dev = dev;
+	t->base = base;
+	t->irq = irq;
+	dev->transport = &mmio_transport_ops;
+	dev->transport_priv = t;
+}
+
+int virtio_mmio_attach(struct virtio_mmio *t, struct vm *vm, struct event_loop *loop,
+		       struct virtio_dev *dev, int index)
+{
+	if (index < 0 || index >= VIRTIO_MMIO_MAX_DEVS) {
+		log_error("too many virtio-mmio devices (at most %d)", VIRTIO_MMIO_MAX_DEVS);
+		return -1;
+	}
+	virtio_mmio_init(t, dev, VIRTIO_MMIO_BASE + (uint64_t)index * VIRTIO_MMIO_SIZE,
+			 virtio_mmio_irqs[index]);
+	t->vm = vm;
+
+	t->irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (t->irq_fd < 0 || kvm_irqfd_add(vm, t->irq, t->irq_fd)) {
+		log_error("%s: cannot set up its interrupt", dev->label);
+		return -1;
+	}
+	for (int q = 0; q < dev->ops->nr_queues; q++) {
+		t->notify_fd[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		t->notify_ctx[q] = (struct virtio_mmio_notify){.mmio = t, .queue = q};
+		if (t->notify_fd[q] < 0 ||
+		    event_loop_add_fd(loop, &t->notify_src[q], t->notify_fd[q], EPOLLIN,
+				      notify_handler, &t->notify_ctx[q]))
+			return -1;
+		/* Without the ioeventfd kicks still work, through a trapped write: slower. */
+		if (kvm_ioeventfd_add(vm, t->base + REG_QUEUE_NOTIFY, 4, false, true, (uint64_t)q,
+				      t->notify_fd[q]))
+			log_warn("%s: queue %d kicks will trap to the VMM", dev->label, q);
+	}
+	if (io_bus_register(&vm->mmio, t->base, VIRTIO_MMIO_SIZE, virtio_mmio_io, t)) {
+		log_error("%s: MMIO window 0x%llx is taken", dev->label,
+			  (unsigned long long)t->base);
+		return -1;
+	}
+	return 0;
+}
+
+void virtio_mmio_detach(struct virtio_mmio *t, struct event_loop *loop)
+{
+	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++) {
+		if (t->notify_fd[q] < 0)
+			continue;
+		event_loop_del_fd(loop, &t->notify_src[q]);
+		close(t->notify_fd[q]);
+		t->notify_fd[q] = -1;
+	}
+	if (t->irq_fd >= 0)
+		close(t->irq_fd);
+	t->irq_fd = -1;
+}
+
+void virtio_mmio_cmdline_entry(const struct virtio_mmio *t, char *buf, size_t len)
+{
+	snprintf(buf, len, "virtio_mmio.device=%lluK@0x%llx:%d",
+		 (unsigned long long)(VIRTIO_MMIO_SIZE >> 10), (unsigned long long)t->base, t->irq);
+}

@@ -1,0 +1,49 @@
+/* virtio-mmio transport, version 2 (virtio 1.2, 4.2): registers in a 4 KiB MMIO window,
+ * queue kicks through ioeventfd, interrupts through irqfd on an IOAPIC pin. */
+#ifndef MINIVMM_VIRTIO_MMIO_H
+#define MINIVMM_VIRTIO_MMIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "devices/virtio/virtio.h"
+#include "vmm/event_loop.h"
+
+#define VIRTIO_MMIO_BASE     0xd0000000ULL
+#define VIRTIO_MMIO_SIZE     0x1000ULL
+#define VIRTIO_MMIO_MAX_DEVS 10
+/* ISA-range pins are edge-triggered and active-high by default under both ACPI and MP
+ * tables: what irqfd's edge delivers. 0 (timer), 1, 2, 3, 4 (COM1) and 8 (RTC) are taken. */
+extern const int virtio_mmio_irqs[VIRTIO_MMIO_MAX_DEVS];
+
+struct vm;
+
+struct virtio_mmio {
+	struct vm *vm;
+	struct virtio_dev *dev;
+	uint64_t base;
+	int irq;
+	uint32_t device_features_sel, driver_features_sel, queue_sel;
+	uint32_t interrupt_status; /* atomic: set by the I/O thread, cleared by the driver */
+	int irq_fd;
+	int notify_fd[VIRTIO_MAX_QUEUES];
+	struct event_source notify_src[VIRTIO_MAX_QUEUES];
+	struct virtio_mmio_notify {
+		struct virtio_mmio *mmio;
+		int queue;
+	} notify_ctx[VIRTIO_MAX_QUEUES];
+};
+
+/* Transport state only, no KVM or MMIO bus: what attach starts from (and unit tests use). */
+void virtio_mmio_init(struct virtio_mmio *t, struct virtio_dev *dev, uint64_t base, int irq);
+/* Attach dev as the index-th virtio-mmio device: registers its window on the VM's MMIO bus,
+ * its kicks on the VM's ioeventfds and its interrupt on an irqfd. Returns 0 or -1 (logged). */
+int virtio_mmio_attach(struct virtio_mmio *t, struct vm *vm, struct event_loop *loop,
+		       struct virtio_dev *dev, int index);
+void virtio_mmio_detach(struct virtio_mmio *t, struct event_loop *loop);
+/* Register access (offset within the window); exposed for unit tests. */
+void virtio_mmio_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write);
+/* The Linux command-line entry that announces this device, e.g. "virtio_mmio.device=4K@0x...:5". */
+void virtio_mmio_cmdline_entry(const struct virtio_mmio *t, char *buf, size_t len);
+
+#endif

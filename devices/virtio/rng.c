@@ -1,0 +1,119 @@
+#include "rng.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "vmm/event_loop.h"
+#include "vmm/log.h"
+
+#define RNG_QUEUE_SIZE 256
+
+struct virtio_rng {
+	struct virtio_dev *dev;
+	struct virtq_elem *elem; /* one request at a time; allocated once */
+	struct bottom_half more; /* continue a long ring drain in the next loop iteration */
+	uint64_t bytes;
+};
+
+/* Fill one iovec from getrandom(); returns the bytes written. */
+static size_t fill(struct iovec *iov)
+{
+	size_t done = 0;
+	while (done < iov->iov_len) {
+		ssize_t n = getrandom((uint8_t *)iov->iov_base + done, iov->iov_len - done, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		done += (size_t)n;
+	}
+	return done;
+}
+
+/* Serve at most one ring's worth of requests per call, so one guest cannot monopolise the I/O
+ * thread; what is left is picked up by a bottom half. Called with dev->lock held. */
+static void process_queue(struct virtio_rng *rng)
+{
+	struct virtio_dev *dev = rng->dev;
+	struct virtqueue *vq = &dev->vqs[0];
+	char err[160];
+	bool pushed = false;
+	for (unsigned n = 0; n < vq->size; n++) {
+		int rc = virtqueue_pop(vq, rng->elem, err, sizeof(err));
+		if (rc < 0) {
+			virtio_dev_mark_broken(dev, err);
+			return;
+		}
+		if (rc == 0)
+			break;
+		size_t written = 0;
+		for (unsigned i = 0; i < rng->elem->in_num; i++)
+			written += fill(&rng->elem->in[i]);
+		rng->bytes += written;
+		virtqueue_push(vq, rng->elem->head, (uint32_t)written);
+		pushed = true;
+	}
+	if (pushed)
+		virtio_dev_notify_used(dev, 0);
+	if (virtqueue_has_work(vq))
+		bottom_half_schedule(dev->loop, &rng->more);
+}
+
+static void queue_notify(struct virtio_dev *dev, int q)
+{
+	(void)q;
+	process_queue(dev->priv);
+}
+
+static void continue_drain(void *opaque)
+{
+	struct virtio_rng *rng = opaque;
+	struct virtio_dev *dev = rng->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (!dev->broken && (dev->status & VIRTIO_STATUS_DRIVER_OK) && dev->vqs[0].desc)
+		process_queue(rng);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+static const struct virtio_device_ops rng_ops = {
+    .name = "virtio-rng",
+    .device_id = VIRTIO_ID_RNG,
+    .nr_queues = 1,
+    .max_queue_size = RNG_QUEUE_SIZE,
+    .features = (1ULL << VIRTIO_RING_F_EVENT_IDX) | (1ULL << VIRTIO_RING_F_INDIRECT_DESC),
+    .config_size = 0,
+    .queue_notify = queue_notify,
+};
+
+struct virtio_rng *virtio_rng_create(struct virtio_dev *dev, struct guest_mem *mem,
+				     struct event_loop *loop, const char *label)
+{
+	struct virtio_rng *rng = calloc(1, sizeof(*rng));
+	if (rng)
+		rng->elem = malloc(sizeof(*rng->elem));
+	if (!rng || !rng->elem) {
+		free(rng);
+		log_error("%s: out of memory", label);
+		return NULL;
+	}
+	rng->dev = dev;
+	bottom_half_init(&rng->more, continue_drain, rng);
+	virtio_dev_init(dev, &rng_ops, rng, mem, loop, label);
+	return rng;
+}
+
+void virtio_rng_destroy(struct virtio_rng *rng)
+{
+	if (!rng)
+		return;
+	free(rng->elem);
+	free(rng);
+}
+
+uint64_t virtio_rng_bytes(const struct virtio_rng *rng)
+{
+	return rng->bytes;
+}

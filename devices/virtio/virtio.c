@@ -1,0 +1,160 @@
+#include "virtio.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "vmm/log.h"
+
+void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops, void *priv,
+		     struct guest_mem *mem, struct event_loop *loop, const char *label)
+{
+	memset(dev, 0, sizeof(*dev));
+	dev->ops = ops;
+	dev->priv = priv;
+	dev->mem = mem;
+	dev->loop = loop;
+	snprintf(dev->label, sizeof(dev->label), "%s", label);
+	pthread_mutex_init(&dev->lock, NULL);
+	dev->device_features = ops->features | (1ULL << VIRTIO_F_VERSION_1);
+	for (int q = 0; q < ops->nr_queues && q < VIRTIO_MAX_QUEUES; q++)
+		dev->vqs[q].size = ops->max_queue_size;
+}
+
+uint32_t virtio_dev_get_device_features(const struct virtio_dev *dev, uint32_t sel)
+{
+	if (sel > 1)
+		return 0;
+	return (uint32_t)(dev->device_features >> (32 * sel));
+}
+
+void virtio_dev_set_driver_features(struct virtio_dev *dev, uint32_t sel, uint32_t value)
+{
+	pthread_mutex_lock(&dev->lock);
+	/* Features are fixed once FEATURES_OK is set (virtio 1.2, 3.1.1). */
+	if (sel <= 1 && !(dev->status & VIRTIO_STATUS_FEATURES_OK)) {
+		uint64_t mask = 0xffffffffULL << (32 * sel);
+		dev->driver_features =
+		    (dev->driver_features & ~mask) | ((uint64_t)value << (32 * sel));
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+bool virtio_dev_has_feature(const struct virtio_dev *dev, unsigned bit)
+{
+	return bit < 64 && (dev->driver_features >> bit) & 1;
+}
+
+static void reset_locked(struct virtio_dev *dev)
+{
+	if (dev->status & VIRTIO_STATUS_DRIVER_OK && dev->ops->reset)
+		dev->ops->reset(dev);
+	for (int q = 0; q < dev->ops->nr_queues; q++) {
+		virtqueue_reset(&dev->vqs[q]);
+		dev->vqs[q].size = dev->ops->max_queue_size;
+	}
+	dev->status = 0;
+	dev->driver_features = 0;
+	dev->broken = false;
+}
+
+static void mark_broken_locked(struct virtio_dev *dev, const char *reason)
+{
+	if (dev->broken)
+		return;
+	dev->broken = true;
+	dev->status |= VIRTIO_STATUS_DEVICE_NEEDS_RESET;
+	log_warn("%s: guest driver error: %s; device needs reset", dev->label, reason);
+	if (dev->transport && dev->transport->signal_config)
+		dev->transport->signal_config(dev);
+}
+
+void virtio_dev_mark_broken(struct virtio_dev *dev, const char *reason)
+{
+	/* Device models call this with dev->lock held (from queue processing). */
+	mark_broken_locked(dev, reason);
+}
+
+/* Validate and map one queue the driver made ready. */
+static bool enable_queue(struct virtio_dev *dev, int q)
+{
+	struct virtqueue *vq = &dev->vqs[q];
+	vq->event_idx = virtio_dev_has_feature(dev, VIRTIO_RING_F_EVENT_IDX);
+	vq->indirect = virtio_dev_has_feature(dev, VIRTIO_RING_F_INDIRECT_DESC);
+	char err[160], reason[200];
+	if (virtqueue_enable(vq, dev->mem, err, sizeof(err)) == 0)
+		return true;
+	snprintf(reason, sizeof(reason), "queue %d: %s", q, err);
+	mark_broken_locked(dev, reason);
+	return false;
+}
+
+static bool features_acceptable(const struct virtio_dev *dev)
+{
+	return !(dev->driver_features & ~dev->device_features) &&
+	       (dev->driver_features >> VIRTIO_F_VERSION_1) & 1;
+}
+
+void virtio_dev_set_status(struct virtio_dev *dev, uint8_t status)
+{
+	pthread_mutex_lock(&dev->lock);
+	if (status == 0) {
+		reset_locked(dev);
+		pthread_mutex_unlock(&dev->lock);
+		return;
+	}
+	uint8_t old = dev->status;
+	uint8_t added = status & ~old;
+	/* Refusing FEATURES_OK: the bit does not stick, and the driver sees that on re-read. */
+	if ((added & VIRTIO_STATUS_FEATURES_OK) && !features_acceptable(dev))
+		status &= (uint8_t)~VIRTIO_STATUS_FEATURES_OK;
+	if ((added & VIRTIO_STATUS_DRIVER_OK) && !(status & VIRTIO_STATUS_FEATURES_OK))
+		status &= (uint8_t)~VIRTIO_STATUS_DRIVER_OK;
+	/* NEEDS_RESET is the device's bit: the driver can neither set nor clear it. */
+	status = (status & (uint8_t)~VIRTIO_STATUS_DEVICE_NEEDS_RESET) |
+		 (old & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	dev->status = status;
+	if ((status & ~old) & VIRTIO_STATUS_DRIVER_OK) {
+		bool ok = true;
+		for (int q = 0; q < dev->ops->nr_queues && ok; q++)
+			if (dev->vqs[q].ready)
+				ok = enable_queue(dev, q);
+		if (ok && dev->ops->activate && dev->ops->activate(dev) < 0)
+			mark_broken_locked(dev, "device activation failed");
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void virtio_dev_queue_ready(struct virtio_dev *dev, int q, bool ready)
+{
+	pthread_mutex_lock(&dev->lock);
+	struct virtqueue *vq = &dev->vqs[q];
+	if (!ready) {
+		virtqueue_reset(vq);
+	} else if (!vq->ready) {
+		vq->ready = true;
+		/* A queue enabled after DRIVER_OK is validated now; before, at DRIVER_OK. */
+		if (dev->status & VIRTIO_STATUS_DRIVER_OK && !dev->broken)
+			enable_queue(dev, q);
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void virtio_dev_queue_notify(struct virtio_dev *dev, int q)
+{
+	if (q < 0 || q >= dev->ops->nr_queues)
+		return; /* a kick for a queue that does not exist: ignore it */
+	pthread_mutex_lock(&dev->lock);
+	dev->notifications++;
+	if (!dev->broken && (dev->status & VIRTIO_STATUS_DRIVER_OK) && dev->vqs[q].desc &&
+	    dev->ops->queue_notify)
+		dev->ops->queue_notify(dev, q);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void virtio_dev_notify_used(struct virtio_dev *dev, int q)
+{
+	if (virtqueue_should_notify(&dev->vqs[q])) {
+		dev->interrupts++;
+		dev->transport->signal_queue(dev, q);
+	}
+}

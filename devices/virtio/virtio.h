@@ -1,0 +1,102 @@
+/* A virtio device as the transports see it: features, status, queues, config space. The
+ * device model (rng, net, blk, ...) plugs in through struct virtio_device_ops; the transport
+ * (virtio-mmio or virtio-pci) owns register decoding, notifications and interrupts. */
+#ifndef MINIVMM_VIRTIO_H
+#define MINIVMM_VIRTIO_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "devices/virtio/virtqueue.h"
+
+/* Device status bits (virtio 1.2, 2.1). */
+#define VIRTIO_STATUS_ACKNOWLEDGE	 1
+#define VIRTIO_STATUS_DRIVER		 2
+#define VIRTIO_STATUS_DRIVER_OK		 4
+#define VIRTIO_STATUS_FEATURES_OK	 8
+#define VIRTIO_STATUS_DEVICE_NEEDS_RESET 64
+#define VIRTIO_STATUS_FAILED		 128
+
+#define VIRTIO_F_VERSION_1 32
+
+/* Device ids (virtio 1.2, 5). */
+#define VIRTIO_ID_NET	  1
+#define VIRTIO_ID_BLOCK	  2
+#define VIRTIO_ID_RNG	  4
+#define VIRTIO_ID_BALLOON 5
+
+#define VIRTIO_MAX_QUEUES 16
+
+struct virtio_dev;
+struct event_loop;
+
+struct virtio_device_ops {
+	const char *name;
+	uint32_t device_id;
+	int nr_queues;
+	uint16_t max_queue_size;
+	uint64_t features; /* device-specific and ring features offered (VERSION_1 is added) */
+	uint32_t config_size;
+	/* Config space access; offset + len <= config_size is checked by the transport. */
+	void (*read_config)(struct virtio_dev *dev, uint32_t offset, uint8_t *data, uint32_t len);
+	void (*write_config)(struct virtio_dev *dev, uint32_t offset, const uint8_t *data,
+			     uint32_t len);
+	/* Driver set DRIVER_OK with all enabled queues validated. Runs on a vCPU thread. */
+	int (*activate)(struct virtio_dev *dev);
+	/* Device reset by the driver; stop using the queues. Runs on a vCPU thread. */
+	void (*reset)(struct virtio_dev *dev);
+	/* The driver kicked queue q. Runs on the I/O thread with dev->lock held. */
+	void (*queue_notify)(struct virtio_dev *dev, int q);
+};
+
+/* What a device asks of its transport. */
+struct virtio_transport_ops {
+	/* Raise the used-buffer interrupt for queue q. Thread-safe. */
+	void (*signal_queue)(struct virtio_dev *dev, int q);
+	/* Raise the configuration-change interrupt. Thread-safe. */
+	void (*signal_config)(struct virtio_dev *dev);
+};
+
+struct virtio_dev {
+	const struct virtio_device_ops *ops;
+	void *priv; /* the device model's state */
+	const struct virtio_transport_ops *transport;
+	void *transport_priv;
+	struct guest_mem *mem;
+	struct event_loop *loop;
+	char label[32]; /* e.g. "virtio-rng0", for messages */
+
+	pthread_mutex_t lock; /* guards status, features and queue setup */
+	uint8_t status;
+	uint64_t device_features; /* offered: ops->features | VERSION_1 */
+	uint64_t driver_features; /* accepted by the driver (subset of offered) */
+	uint32_t config_generation;
+	struct virtqueue vqs[VIRTIO_MAX_QUEUES];
+	bool broken; /* a protocol violation was seen: no more processing until reset */
+	uint64_t notifications, interrupts; /* counters for status and benchmarks */
+};
+
+void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops, void *priv,
+		     struct guest_mem *mem, struct event_loop *loop, const char *label);
+/* Status register write from the driver, with the spec's rules: FEATURES_OK is refused
+ * (cleared) when the driver accepted features never offered or lacks VERSION_1; DRIVER_OK
+ * validates and enables every ready queue and activates the device; 0 resets. */
+void virtio_dev_set_status(struct virtio_dev *dev, uint8_t status);
+/* Feature word write (sel 0: bits 0-31, sel 1: 32-63); ignored after FEATURES_OK. */
+void virtio_dev_set_driver_features(struct virtio_dev *dev, uint32_t sel, uint32_t value);
+uint32_t virtio_dev_get_device_features(const struct virtio_dev *dev, uint32_t sel);
+bool virtio_dev_has_feature(const struct virtio_dev *dev, unsigned bit);
+/* Queue ready register written (transports). */
+void virtio_dev_queue_ready(struct virtio_dev *dev, int q, bool ready);
+/* The driver kicked queue q (I/O thread): runs ops->queue_notify under dev->lock when the
+ * device is live. Out-of-range queue numbers are ignored. */
+void virtio_dev_queue_notify(struct virtio_dev *dev, int q);
+/* A guest broke the protocol: log once, set DEVICE_NEEDS_RESET, stop processing, and send a
+ * configuration-change interrupt. The VMM and every other device keep running. Call with
+ * dev->lock held (queue processing holds it). */
+void virtio_dev_mark_broken(struct virtio_dev *dev, const char *reason);
+/* Called by device models after pushing used buffers on queue q. */
+void virtio_dev_notify_used(struct virtio_dev *dev, int q);
+
+#endif

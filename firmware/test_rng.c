@@ -1,0 +1,149 @@
+/*
+ * test=rng: read 1 MiB from every virtio-rng device, several 4 KiB buffers in flight, check
+ * the bytes are not constant, and report the rate and the number of notifications (kicks).
+ * expect.rng=N: exactly N devices.
+ */
+#include "boot_info.h"
+#include "cmdline.h"
+#include "lib.h"
+#include "printf.h"
+#include "test_rng.h"
+#include "x86.h"
+
+#define RNG_BUF		 4096
+#define RNG_NBUF	 16
+#define RNG_TOTAL	 (1u << 20)
+#define RNG_TIMEOUT_MS	 3000 /* no completion for this long: the device is dead */
+#define RNG_MIN_DISTINCT 200
+#define RNG_MIN_CHECK	 16 /* shorter completions are not checked for constancy */
+
+static uint8_t rng_buf[RNG_NBUF][RNG_BUF] __attribute__((aligned(4096), section(".noinit")));
+
+struct virtio_dev **rng_devices(unsigned *n)
+{
+	static struct virtio_dev *list[VIRTIO_MAX_DEVS];
+	static unsigned count;
+	static bool done;
+	if (!done) {
+		done = true;
+		virtio_discover();
+		for (unsigned i = 0; i < virtio_ndevs; i++)
+			if (virtio_devs[i].device_id == VIRTIO_ID_RNG)
+				list[count++] = &virtio_devs[i];
+	}
+	*n = count;
+	return list;
+}
+
+const char *rng_init(struct virtio_dev *d)
+{
+	return virtio_init(d, 0, 1);
+}
+
+static void post(struct virtq *vq, unsigned b, uint8_t *buf_of)
+{
+	memset(rng_buf[b], 0, RNG_BUF);
+	struct virtq_buf vb = {(uint64_t)rng_buf[b], RNG_BUF, true};
+	int head = virtq_add(vq, &vb, 1);
+	buf_of[head] = (uint8_t)b; /* cannot fail: RNG_NBUF <= queue size is checked */
+}
+
+const char *rng_read(struct virtio_dev *d, uint64_t total, struct rng_stats *st)
+{
+	struct virtq *vq = &d->vq[0];
+	static uint32_t hist[256];
+	uint8_t buf_of[VIRTQ_MAX_SIZE], free_bufs[RNG_NBUF];
+	unsigned nbuf = vq->size < RNG_NBUF ? vq->size : RNG_NBUF, nfree = nbuf, inflight = 0;
+	const char *err;
+	for (unsigned i = 0; i < nbuf; i++)
+		free_bufs[i] = (uint8_t)i;
+	memset(hist, 0, sizeof(hist));
+	uint64_t got = 0, kicks0 = vq->kicks, t0 = rdtsc();
+	for (;;) {
+		bool posted = false;
+		while (nfree && got + (uint64_t)inflight * RNG_BUF < total) {
+			post(vq, free_bufs[--nfree], buf_of);
+			inflight++;
+			posted = true;
+		}
+		if (posted)
+			virtq_kick(vq, false);
+		if (got >= total)
+			break;
+		uint16_t id;
+		uint32_t len;
+		if ((err = virtq_wait(vq, &id, &len, RNG_TIMEOUT_MS)))
+			return err;
+		/* Then everything else already there: one refill and one kick per batch. */
+		do {
+			if (len > RNG_BUF)
+				return "rng used length exceeds the buffer";
+			unsigned b = buf_of[id];
+			const uint8_t *p = rng_buf[b];
+			bool constant = len >= RNG_MIN_CHECK;
+			for (uint32_t i = 0; i < len; i++) {
+				hist[p[i]]++;
+				constant &= p[i] == p[0];
+			}
+			if (constant)
+				return "rng returned a block of one repeated byte";
+			got += len;
+			inflight--;
+			free_bufs[nfree++] = (uint8_t)b;
+		} while (virtq_get(vq, &id, &len, &err) && !err);
+		if (err)
+			return err;
+	}
+	/* Wait for the buffers still in flight so the queue is idle (and reusable). */
+	while (inflight) {
+		uint16_t id;
+		uint32_t len;
+		if ((err = virtq_wait(vq, &id, &len, RNG_TIMEOUT_MS)))
+			return err;
+		inflight--;
+	}
+	st->cycles = rdtsc() - t0;
+	st->bytes = got;
+	st->kicks = vq->kicks - kicks0;
+	unsigned distinct = 0;
+	for (unsigned i = 0; i < 256; i++)
+		distinct += hist[i] != 0;
+	if (distinct <= RNG_MIN_DISTINCT)
+		return "rng bytes do not look random (few distinct values)";
+	return 0;
+}
+
+void rng_report(unsigned idx, struct virtio_dev *d, const struct rng_stats *st)
+{
+	uint64_t us = virtio_cycles_to_us(st->cycles);
+	uint64_t rate = us ? st->bytes * 1000000 / 1024 / us : 0;
+	kprintf("probe: rng dev=%u transport=%s bytes=%lu ms=%lu kib_per_s=%lu kicks=%lu\n", idx,
+		virtio_transport_name(d), st->bytes, us / 1000, rate, st->kicks);
+}
+
+const char *test_rng(void)
+{
+	const char *v, *err;
+	size_t n;
+	uint64_t want = 0;
+	bool expect = cmdline_get(boot_info.cmdline, "expect.rng", &v, &n);
+	if (expect && !parse_u64(v, n, false, &want))
+		return "bad expect.rng";
+	unsigned count;
+	struct virtio_dev **devs = rng_devices(&count);
+	for (unsigned i = 0; i < count; i++) {
+		struct virtio_dev *d = devs[i];
+		kprintf("probe: rng dev=%u transport=%s addr=0x%lx\n", i, virtio_transport_name(d),
+			d->base);
+		struct rng_stats st;
+		if ((err = rng_init(d)) || (err = rng_read(d, RNG_TOTAL, &st)))
+			return err;
+		rng_report(i, d, &st);
+	}
+	kprintf("probe: rng devices=%u\n", count);
+	if (expect && want != count)
+		return "rng device count mismatch";
+	if (!expect && !count)
+		return "no virtio-rng device";
+	return 0;
+}

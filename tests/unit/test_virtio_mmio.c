@@ -1,0 +1,201 @@
+/* virtio-mmio register semantics (virtio 1.2, 4.2.2) against a fake device: identification,
+ * status sequence, feature negotiation, queue set-up and enable, reset, config bounds. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devices/virtio/mmio.h"
+
+#define RAM_SIZE (16u << 20)
+
+static uint8_t *ram;
+static struct guest_mem mem;
+static struct virtio_dev dev;
+static struct virtio_mmio t;
+static int activations, resets;
+static uint8_t config[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+static void read_config(struct virtio_dev *d, uint32_t off, uint8_t *data, uint32_t len)
+{
+	(void)d;
+	memcpy(data, config + off, len);
+}
+
+static int activate(struct virtio_dev *d)
+{
+	(void)d;
+	activations++;
+	return 0;
+}
+
+static void reset(struct virtio_dev *d)
+{
+	(void)d;
+	resets++;
+}
+
+static const struct virtio_device_ops fake_ops = {
+    .name = "fake",
+    .device_id = 4,
+    .nr_queues = 2,
+    .max_queue_size = 64,
+    .features = (1ULL << VIRTIO_RING_F_EVENT_IDX) | (1ULL << 3),
+    .config_size = sizeof(config),
+    .read_config = read_config,
+    .activate = activate,
+    .reset = reset,
+};
+
+static void setup(void)
+{
+	ram = calloc(1, RAM_SIZE);
+	guest_mem_init_with(&mem, ram, RAM_SIZE);
+	virtio_dev_init(&dev, &fake_ops, NULL, &mem, NULL, "fake0");
+	virtio_mmio_init(&t, &dev, 0xd0000000, 5);
+	activations = resets = 0;
+}
+
+static void teardown(void)
+{
+	free(ram);
+}
+
+TestSuite(virtio_mmio, .init = setup, .fini = teardown);
+
+static uint32_t rd(uint64_t off)
+{
+	uint32_t v;
+	virtio_mmio_io(&t, off, (uint8_t *)&v, 4, false);
+	return v;
+}
+
+static void wr(uint64_t off, uint32_t v)
+{
+	virtio_mmio_io(&t, off, (uint8_t *)&v, 4, true);
+}
+
+static void setup_queue(uint32_t q, uint32_t size, uint64_t base)
+{
+	wr(0x030, q);
+	wr(0x038, size);
+	wr(0x080, (uint32_t)base);
+	wr(0x084, (uint32_t)(base >> 32));
+	wr(0x090, (uint32_t)(base + 0x1000));
+	wr(0x094, 0);
+	wr(0x0a0, (uint32_t)(base + 0x2000));
+	wr(0x0a4, 0);
+	wr(0x044, 1);
+}
+
+Test(virtio_mmio, identification)
+{
+	cr_assert_eq(rd(0x000), 0x74726976);
+	cr_assert_eq(rd(0x004), 2);
+	cr_assert_eq(rd(0x008), 4);
+	wr(0x014, 0);
+	cr_assert_eq(rd(0x010), (1u << 29) | (1u << 3));
+	wr(0x014, 1);
+	cr_assert_eq(rd(0x010), 1u, "VERSION_1 is bit 32");
+	wr(0x014, 2);
+	cr_assert_eq(rd(0x010), 0);
+}
+
+Test(virtio_mmio, features_not_offered_are_refused)
+{
+	wr(0x070, 1);
+	wr(0x070, 1 | 2);
+	wr(0x024, 0);
+	wr(0x020, 1u << 5); /* never offered */
+	wr(0x024, 1);
+	wr(0x020, 1);
+	wr(0x070, 1 | 2 | 8);
+	cr_assert_eq(rd(0x070) & 8, 0, "FEATURES_OK must not stick");
+}
+
+Test(virtio_mmio, version_1_is_required)
+{
+	wr(0x070, 1 | 2);
+	wr(0x024, 0);
+	wr(0x020, 1u << 3);
+	wr(0x070, 1 | 2 | 8);
+	cr_assert_eq(rd(0x070) & 8, 0, "a legacy-only driver is refused");
+}
+
+Test(virtio_mmio, full_initialisation_and_reset)
+{
+	wr(0x070, 1);
+	wr(0x070, 1 | 2);
+	wr(0x024, 0);
+	wr(0x020, 1u << 29);
+	wr(0x024, 1);
+	wr(0x020, 1);
+	wr(0x070, 1 | 2 | 8);
+	cr_assert_eq(rd(0x070), 1 | 2 | 8);
+	cr_assert_eq(rd(0x034), 64, "QueueNumMax");
+	setup_queue(0, 64, 0x100000);
+	cr_assert_eq(rd(0x044), 1);
+	wr(0x070, 1 | 2 | 8 | 4);
+	cr_assert_eq(rd(0x070), 1 | 2 | 8 | 4);
+	cr_assert_eq(activations, 1);
+	cr_assert(dev.vqs[0].event_idx, "EVENT_IDX negotiated reaches the queue");
+	cr_assert_not_null(dev.vqs[0].desc);
+	/* Features are frozen after FEATURES_OK. */
+	wr(0x024, 0);
+	wr(0x020, 0);
+	cr_assert(virtio_dev_has_feature(&dev, VIRTIO_RING_F_EVENT_IDX));
+	/* Reset. */
+	wr(0x070, 0);
+	cr_assert_eq(rd(0x070), 0);
+	cr_assert_eq(resets, 1);
+	wr(0x030, 0);
+	cr_assert_eq(rd(0x044), 0, "queues are disabled by reset");
+	cr_assert_eq(dev.driver_features, 0);
+}
+
+Test(virtio_mmio, bad_queue_marks_device_broken)
+{
+	wr(0x070, 1 | 2);
+	wr(0x024, 1);
+	wr(0x020, 1);
+	wr(0x070, 1 | 2 | 8);
+	setup_queue(0, 64, RAM_SIZE - 0x800); /* rings past the end of RAM */
+	wr(0x070, 1 | 2 | 8 | 4);
+	cr_assert(rd(0x070) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	cr_assert_eq(activations, 0);
+	cr_assert_eq(rd(0x060) & 2, 2, "configuration-change interrupt raised");
+	wr(0x064, 2);
+	cr_assert_eq(rd(0x060), 0, "InterruptACK clears it");
+	wr(0x070, 0);
+	cr_assert_eq(rd(0x070), 0, "reset clears NEEDS_RESET");
+}
+
+Test(virtio_mmio, queue_size_not_power_of_two_is_refused)
+{
+	wr(0x070, 1 | 2);
+	wr(0x024, 1);
+	wr(0x020, 1);
+	wr(0x070, 1 | 2 | 8);
+	setup_queue(0, 48, 0x100000);
+	wr(0x070, 1 | 2 | 8 | 4);
+	cr_assert(rd(0x070) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+}
+
+Test(virtio_mmio, out_of_range_queue_and_odd_accesses)
+{
+	wr(0x030, 7);
+	cr_assert_eq(rd(0x034), 0, "a queue that does not exist has QueueNumMax 0");
+	wr(0x044, 1);
+	cr_assert_eq(rd(0x044), 0);
+	uint16_t half = 0xffff;
+	virtio_mmio_io(&t, 0x070, (uint8_t *)&half, 2, true);
+	cr_assert_eq(rd(0x070), 0, "16-bit register writes are ignored");
+	uint8_t b[4] = {0};
+	virtio_mmio_io(&t, 0x100 + 6, b, 2, false);
+	cr_assert_eq(b[0], 7);
+	cr_assert_eq(b[1], 8);
+	memset(b, 0xaa, 4);
+	virtio_mmio_io(&t, 0x100 + 6, b, 4, false);
+	cr_assert_eq(b[0], 0, "config reads past the end return zeroes");
+	virtio_mmio_io(&t, 0x100 + 0xffffff00ULL, b, 4, false);
+	cr_assert_eq(b[0], 0);
+}

@@ -1,0 +1,262 @@
+#include "event_loop.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define MAX_EVENTS 64
+
+static void drain_eventfd(int fd)
+{
+	uint64_t v;
+	while (read(fd, &v, sizeof(v)) == sizeof(v))
+		;
+}
+
+static void wake_handler(void *opaque, uint32_t events)
+{
+	(void)events;
+	drain_eventfd(((struct event_loop *)opaque)->wake_fd);
+}
+
+static void wake(struct event_loop *loop)
+{
+	uint64_t one = 1;
+	if (write(loop->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("event loop wake-up failed: %s", strerror(errno));
+}
+
+int event_loop_init(struct event_loop *loop)
+{
+	memset(loop, 0, sizeof(*loop));
+	loop->wake_fd = -1;
+	pthread_mutex_init(&loop->bh_lock, NULL);
+	loop->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (loop->epoll_fd < 0) {
+		log_error("epoll_create1: %s", strerror(errno));
+		return -1;
+	}
+	loop->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (loop->wake_fd < 0) {
+		log_error("eventfd: %s", strerror(errno));
+		return -1;
+	}
+	return event_loop_add_fd(loop, &loop->wake_src, loop->wake_fd, EPOLLIN, wake_handler, loop);
+}
+
+void event_loop_destroy(struct event_loop *loop)
+{
+	if (loop->wake_fd >= 0)
+		close(loop->wake_fd);
+	if (loop->epoll_fd >= 0)
+		close(loop->epoll_fd);
+	loop->wake_fd = loop->epoll_fd = -1;
+	pthread_mutex_destroy(&loop->bh_lock);
+}
+
+int event_loop_add_fd(struct event_loop *loop, struct event_source *src, int fd, uint32_t events,
+		      event_fd_fn fn, void *opaque)
+{
+	src->fd = fd;
+	src->fn = fn;
+	src->opaque = opaque;
+	struct epoll_event ev = {.events = events, .data.ptr = src};
+	if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		log_error("epoll_ctl add fd %d: %s", fd, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int event_loop_mod_fd(struct event_loop *loop, struct event_source *src, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = src};
+	if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, src->fd, &ev) < 0) {
+		log_error("epoll_ctl mod fd %d: %s", src->fd, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void event_loop_del_fd(struct event_loop *loop, struct event_source *src)
+{
+	epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, src->fd, NULL);
+}
+
+void bottom_half_init(struct bottom_half *bh, event_cb_fn fn, void *opaque)
+{
+	*bh = (struct bottom_half){.fn = fn, .opaque = opaque};
+}
+
+void bottom_half_schedule(struct event_loop *loop, struct bottom_half *bh)
+{
+	pthread_mutex_lock(&loop->bh_lock);
+	bool queued = bh->scheduled;
+	if (!queued) {
+		bh->scheduled = true;
+		bh->next = NULL;
+		if (loop->bh_tail)
+			loop->bh_tail->next = bh;
+		else
+			loop->bh_head = bh;
+		loop->bh_tail = bh;
+	}
+	pthread_mutex_unlock(&loop->bh_lock);
+	/* The loop thread runs pending bottom halves before sleeping; others must wake it. */
+	if (!queued && syscall(SYS_gettid) != loop->tid)
+		wake(loop);
+}
+
+/* Run the bottom halves queued now; ones they schedule run in the next pass, so a bottom half
+ * that always reschedules itself cannot starve fd handlers. */
+static bool run_bottom_halves(struct event_loop *loop)
+{
+	pthread_mutex_lock(&loop->bh_lock);
+	struct bottom_half *list = loop->bh_head;
+	loop->bh_head = loop->bh_tail = NULL;
+	for (struct bottom_half *bh = list; bh; bh = bh->next)
+		bh->scheduled = false;
+	pthread_mutex_unlock(&loop->bh_lock);
+	bool ran = list != NULL;
+	while (list) {
+		struct bottom_half *bh = list;
+		list = bh->next;
+		bh->fn(bh->opaque);
+	}
+	return ran;
+}
+
+static bool bottom_halves_pending(struct event_loop *loop)
+{
+	pthread_mutex_lock(&loop->bh_lock);
+	bool pending = loop->bh_head != NULL;
+	pthread_mutex_unlock(&loop->bh_lock);
+	return pending;
+}
+
+static void timer_handler(void *opaque, uint32_t events)
+{
+	(void)events;
+	struct event_timer *t = opaque;
+	uint64_t expirations;
+	if (read(t->src.fd, &expirations, sizeof(expirations)) != sizeof(expirations))
+		return;
+	t->armed = false;
+	t->fn(t->opaque);
+}
+
+int event_timer_init(struct event_loop *loop, struct event_timer *t, event_cb_fn fn, void *opaque)
+{
+	memset(t, 0, sizeof(*t));
+	t->fn = fn;
+	t->opaque = opaque;
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (fd < 0) {
+		log_error("timerfd_create: %s", strerror(errno));
+		return -1;
+	}
+	if (event_loop_add_fd(loop, &t->src, fd, EPOLLIN, timer_handler, t)) {
+		close(fd);
+		return -1;
+	}
+	return 0;
+}
+
+void event_timer_arm(struct event_timer *t, uint64_t ns)
+{
+	if (ns == 0)
+		ns = 1; /* 0 would disarm */
+	struct itimerspec its = {.it_value = {.tv_sec = (time_t)(ns / 1000000000ULL),
+					      .tv_nsec = (long)(ns % 1000000000ULL)}};
+	if (timerfd_settime(t->src.fd, 0, &its, NULL) == 0)
+		t->armed = true;
+}
+
+void event_timer_cancel(struct event_timer *t)
+{
+	struct itimerspec its = {0};
+	timerfd_settime(t->src.fd, 0, &its, NULL);
+	t->armed = false;
+}
+
+void event_timer_destroy(struct event_loop *loop, struct event_timer *t)
+{
+	if (t->src.fn) {
+		event_loop_del_fd(loop, &t->src);
+		close(t->src.fd);
+		t->src.fn = NULL;
+	}
+}
+
+int event_loop_run_once(struct event_loop *loop, int timeout_ms)
+{
+	struct epoll_event events[MAX_EVENTS];
+	if (bottom_halves_pending(loop))
+		timeout_ms = 0;
+	int n = epoll_wait(loop->epoll_fd, events, MAX_EVENTS, timeout_ms);
+	if (n < 0) {
+		if (errno == EINTR)
+			return 0;
+		log_error("epoll_wait: %s", strerror(errno));
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		struct event_source *src = events[i].data.ptr;
+		src->fn(src->opaque, events[i].events);
+	}
+	run_bottom_halves(loop);
+	loop->iterations++;
+	return n;
+}
+
+static void *loop_thread(void *arg)
+{
+	struct event_loop *loop = arg;
+	loop->tid = (pid_t)syscall(SYS_gettid);
+	if (loop->pinned && sched_setaffinity(0, sizeof(loop->pin), &loop->pin) < 0) {
+		log_error("cannot pin the I/O thread: %s", strerror(errno));
+		loop->pin_failed = true;
+	}
+	sem_post(&loop->started);
+	while (!loop->stop) {
+		if (event_loop_run_once(loop, -1) < 0)
+			break;
+	}
+	return NULL;
+}
+
+int event_loop_start(struct event_loop *loop, const cpu_set_t *cpus)
+{
+	loop->stop = false;
+	loop->pinned = cpus != NULL;
+	if (cpus)
+		loop->pin = *cpus;
+	sem_init(&loop->started, 0, 0);
+	int rc = pthread_create(&loop->thread, NULL, loop_thread, loop);
+	if (rc) {
+		log_error("cannot start the I/O thread: %s", strerror(rc));
+		return -1;
+	}
+	/* Wait until the thread knows its id and has applied its pinning. */
+	while (sem_wait(&loop->started) < 0 && errno == EINTR)
+		;
+	loop->running = true;
+	return loop->pin_failed ? -1 : 0;
+}
+
+void event_loop_stop(struct event_loop *loop)
+{
+	if (!loop->running)
+		return;
+	loop->stop = true;
+	wake(loop);
+	pthread_join(loop->thread, NULL);
+	loop->running = false;
+}

@@ -1,0 +1,81 @@
+/* The I/O thread: an epoll loop with fd handlers, timers (timerfd) and bottom halves.
+ * Device work runs here, never on vCPU threads. */
+#ifndef MINIVMM_EVENT_LOOP_H
+#define MINIVMM_EVENT_LOOP_H
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef void (*event_fd_fn)(void *opaque, uint32_t events);
+typedef void (*event_cb_fn)(void *opaque);
+
+/* A registered fd (and the record epoll points to). */
+struct event_source {
+	int fd;
+	event_fd_fn fn;
+	void *opaque;
+};
+
+/* A callback scheduled to run once, later in the current (or next) loop iteration. Scheduling
+ * an already scheduled bottom half does nothing. */
+struct bottom_half {
+	event_cb_fn fn;
+	void *opaque;
+	bool scheduled;
+	struct bottom_half *next;
+};
+
+/* A one-shot timer backed by a timerfd. */
+struct event_timer {
+	struct event_source src;
+	event_cb_fn fn;
+	void *opaque;
+	bool armed;
+};
+
+struct event_loop {
+	int epoll_fd;
+	int wake_fd; /* eventfd: cross-thread bottom-half scheduling and stop */
+	struct event_source wake_src;
+	pthread_mutex_t bh_lock;
+	struct bottom_half *bh_head, *bh_tail;
+	pthread_t thread;
+	pid_t tid;
+	sem_t started;
+	bool pinned, pin_failed;
+	cpu_set_t pin;
+	bool running;
+	volatile bool stop;
+	uint64_t iterations;
+};
+
+int event_loop_init(struct event_loop *loop);
+void event_loop_destroy(struct event_loop *loop);
+/* Watch fd for events (EPOLLIN etc.); src must live until removed. Returns 0 or -1. */
+int event_loop_add_fd(struct event_loop *loop, struct event_source *src, int fd, uint32_t events,
+		      event_fd_fn fn, void *opaque);
+int event_loop_mod_fd(struct event_loop *loop, struct event_source *src, uint32_t events);
+void event_loop_del_fd(struct event_loop *loop, struct event_source *src);
+
+void bottom_half_init(struct bottom_half *bh, event_cb_fn fn, void *opaque);
+/* Thread-safe. From the loop thread the bottom half runs before the loop sleeps again. */
+void bottom_half_schedule(struct event_loop *loop, struct bottom_half *bh);
+
+int event_timer_init(struct event_loop *loop, struct event_timer *t, event_cb_fn fn, void *opaque);
+/* (Re)arm to fire once after ns nanoseconds. Loop thread only. */
+void event_timer_arm(struct event_timer *t, uint64_t ns);
+void event_timer_cancel(struct event_timer *t);
+void event_timer_destroy(struct event_loop *loop, struct event_timer *t);
+
+/* Run the loop on a new thread, pinned to cpus when given. Returns 0 or -1 (logged). */
+int event_loop_start(struct event_loop *loop, const cpu_set_t *cpus);
+/* Stop and join the thread. */
+void event_loop_stop(struct event_loop *loop);
+/* Run one iteration on the calling thread (unit tests); timeout_ms as for epoll_wait. */
+int event_loop_run_once(struct event_loop *loop, int timeout_ms);
+
+#endif
