@@ -71,6 +71,9 @@ FUZZ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -O1 -g -D_GNU_SOURCE -I. -fno-o
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_virtqueue_SRCS := devices/virtio/virtqueue.c vmm/guest_mem.c
+FUZZ_virtio_mmio_SRCS := devices/virtio/mmio.c devices/virtio/virtio.c devices/virtio/virtqueue.c \
+	devices/virtio/rng.c vmm/guest_mem.c vmm/event_loop.c vmm/log.c vmm/kvm_irq.c vmm/io_bus.c \
+	vmm/options.c
 
 .SECONDEXPANSION:
 .PRECIOUS: $(FUZZ_BUILD)/fuzz_%

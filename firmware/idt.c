@@ -1,5 +1,5 @@
 /*
- * The IDT: exception gates for vectors 0-31; the rest stay not-present until interrupts exist.
+ * The IDT: exception gates for vectors 0-31; irq.c adds the interrupt vectors it uses.
  * Before the PVM opt-in (emulated) only the #GP gate is set; the others follow natively.
  */
 #include "probe.h"
@@ -27,8 +27,13 @@ static struct idt_gate idt[256] __attribute__((section(".data"), aligned(16)));
 
 static void set_gate(int v)
 {
-	uint64_t addr = (uint64_t)(trap_stubs + 16 * v);
-	idt[v] = (struct idt_gate){
+	idt_set_gate((unsigned)v, trap_stubs + 16 * v);
+}
+
+void idt_set_gate(unsigned v, const void *handler)
+{
+	uint64_t addr = (uint64_t)handler;
+	idt[v & 0xff] = (struct idt_gate){
 	    .offset_lo = (uint16_t)addr,
 	    .selector = SEL_CODE64, /* must exist in our GDT: PVM loads CS from it */
 	    .type_attr = GATE_INTR,

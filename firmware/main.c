@@ -10,6 +10,7 @@
 #include "test_boot.h"
 #include "test_outcomes.h"
 #include "test_rng.h"
+#include "test_virtio_bench.h"
 #include "traps.h"
 #include "x86.h"
 
@@ -61,6 +62,8 @@ void fw_main(uint32_t protocol, uint64_t info)
 			err = test_rng();
 		else if (n == 7 && !memcmp(test, "hostile", 7))
 			err = test_hostile();
+		else if (n == 12 && !memcmp(test, "virtio-bench", 12))
+			err = test_virtio_bench();
 		else
 			err = "unknown test";
 		if (err)

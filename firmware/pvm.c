@@ -10,14 +10,6 @@
 #define PVM_SIGNATURE	  0x4d5650 /* "PVM" */
 #define VIF_STORE_CR2	  (1u << 4)
 
-/* Layout PVM expects at the start of the page. */
-struct vif {
-	uint8_t if_; /* 0: interrupts off. The probe keeps them off for now. */
-	uint8_t pending;
-	uint8_t pad[6];
-	uint64_t cr2;
-};
-
 static uint8_t vif_pages[MAX_CPUS][4096] __attribute__((section(".noinit"), aligned(4096)));
 /* In .data, not .bss: pvm_probe() runs before start.S zeroes .bss. */
 static bool pvm __attribute__((section(".data")));
@@ -25,8 +17,8 @@ static bool msr_faulted __attribute__((section(".data")));
 
 void pvm_opt_in(unsigned cpu)
 {
-	struct vif *v = (struct vif *)vif_pages[cpu];
-	*v = (struct vif){0}; /* two stores: cheaper than memset while emulated */
+	struct pvm_vif *v = (struct pvm_vif *)vif_pages[cpu];
+	*v = (struct pvm_vif){0}; /* two stores: cheaper than memset while emulated */
 	barrier();
 	/* From the next instruction on this vCPU runs natively. */
 	wrmsr(MSR_PVM_VIF, (uint64_t)v | VIF_STORE_CR2);
@@ -45,6 +37,11 @@ void pvm_probe(void)
 bool pvm_active(void)
 {
 	return pvm;
+}
+
+volatile struct pvm_vif *pvm_vif(unsigned cpu)
+{
+	return (volatile struct pvm_vif *)vif_pages[cpu];
 }
 
 enum exec_mode exec_mode(void)

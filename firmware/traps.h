@@ -16,6 +16,8 @@ struct trap_frame {
 void idt_init_early(void);
 /* BSP, once, after idt_init_early(): the other exception gates. */
 void idt_init(void);
+/* Point vector v at handler (a 64-bit interrupt gate, DPL 0). */
+void idt_set_gate(unsigned v, const void *handler);
 /* Load the IDT on this CPU. */
 void idt_load(void);
 

@@ -1,4 +1,8 @@
-/* The virtio core: status and feature negotiation, split virtqueues with EVENT_IDX, polling. */
+/* The virtio core: status and feature negotiation, split virtqueues with EVENT_IDX, polling
+ * or interrupt-driven completion. */
+#include "boot_info.h"
+#include "cmdline.h"
+#include "irq.h"
 #include "lib.h"
 #include "tsc.h"
 #include "virtio.h"
@@ -15,6 +19,8 @@ unsigned virtio_ndevs;
 /* Rings: 3 pages (desc, avail, used) per queue; not zeroed at start-up, virtq setup does it. */
 static uint8_t ring_pool[VIRTIO_MAX_DEVS][VIRTIO_MAX_QUEUES][3 * PAGE]
     __attribute__((aligned(PAGE), section(".noinit")));
+
+static const char *virtq_poll(struct virtq *vq, uint16_t *id, uint32_t *len, unsigned timeout_ms);
 
 static inline void mb(void)
 {
@@ -87,15 +93,45 @@ static void virtq_setup(struct virtio_dev *d, struct virtq *vq, unsigned q, unsi
 	vq->avail = (volatile struct virtq_avail *)(mem + PAGE);
 	vq->used = (volatile struct virtq_used *)(mem + 2 * PAGE);
 	vq->event_idx = d->features >> VIRTIO_RING_F_EVENT_IDX & 1;
+	vq->use_irq = d->use_irq;
 	for (unsigned i = 0; i < size; i++)
 		vq->desc[i].next = (uint16_t)(i + 1);
 	vq->num_free = (uint16_t)size;
-	/* We poll: ask for no interrupts. With EVENT_IDX the flag is ignored and used_event,
-	 * kept far ahead of the used index (virtq_get), does the same. */
-	if (vq->event_idx)
-		vq->avail->ring[size] = 0x7fff;
-	else
-		vq->avail->flags = VIRTQ_AVAIL_F_NO_INTERRUPT;
+	/* No interrupts until a waiter asks (virtq_arm). With EVENT_IDX the flag is ignored
+	 * and used_event, kept far ahead of the used index (virtq_get), does the same. */
+	virtq_disarm(vq);
+}
+
+bool virtio_event_idx_allowed(void)
+{
+	const char *v;
+	size_t n;
+	return !(cmdline_get(boot_info.cmdline, "virtio.event_idx", &v, &n) && n == 3 &&
+		 !memcmp(v, "off", 3));
+}
+
+/* Every interrupt of a device: count it, acknowledge it at the device if the transport must. */
+static void virtio_irq(void *arg)
+{
+	struct virtio_dev *d = arg;
+	d->irqs++;
+	if (d->ops->irq_ack)
+		d->ops->irq_ack(d);
+}
+
+/* Vectors, once per device: the transport decides how many it needs from what is set here. */
+static const char *alloc_vectors(struct virtio_dev *d)
+{
+	if (d->vec_cfg)
+		return 0;
+	irq_init();
+	d->vec_cfg = irq_alloc(virtio_irq, d);
+	for (unsigned q = 0; q < VIRTIO_MAX_QUEUES; q++)
+		d->vec_q[q] = d->transport == VIRTIO_PCI ? irq_alloc(virtio_irq, d) : d->vec_cfg;
+	for (unsigned q = 0; q < VIRTIO_MAX_QUEUES; q++)
+		if (!d->vec_q[q])
+			return "out of interrupt vectors";
+	return d->vec_cfg ? 0 : "out of interrupt vectors";
 }
 
 const char *virtio_init(struct virtio_dev *d, uint64_t want, unsigned nqueues)
@@ -112,7 +148,9 @@ const char *virtio_init(struct virtio_dev *d, uint64_t want, unsigned nqueues)
 		d->ops->set_status(d, VIRTIO_STATUS_FAILED);
 		return "virtio device does not offer VERSION_1";
 	}
-	want |= 1ull << VIRTIO_F_VERSION_1 | 1ull << VIRTIO_RING_F_EVENT_IDX;
+	want |= 1ull << VIRTIO_F_VERSION_1;
+	if (!d->no_event_idx && virtio_event_idx_allowed())
+		want |= 1ull << VIRTIO_RING_F_EVENT_IDX;
 	d->features = offered & want;
 	d->ops->set_features(d, 0, (uint32_t)d->features);
 	d->ops->set_features(d, 1, (uint32_t)(d->features >> 32));
@@ -121,6 +159,11 @@ const char *virtio_init(struct virtio_dev *d, uint64_t want, unsigned nqueues)
 	if (!(d->ops->get_status(d) & VIRTIO_STATUS_FEATURES_OK)) {
 		d->ops->set_status(d, VIRTIO_STATUS_FAILED);
 		return "virtio device rejected FEATURES_OK";
+	}
+	if (d->use_irq &&
+	    ((err = alloc_vectors(d)) || (err = d->ops->irq_setup ? d->ops->irq_setup(d) : 0))) {
+		d->ops->set_status(d, VIRTIO_STATUS_FAILED);
+		return err;
 	}
 	for (unsigned q = 0; q < nqueues; q++) {
 		unsigned max = d->ops->queue_max(d, q);
@@ -206,7 +249,7 @@ bool virtq_get(struct virtq *vq, uint16_t *id, uint32_t *len, const char **err)
 	uint32_t head = e->id;
 	*len = e->len;
 	vq->last_used++;
-	if (vq->event_idx)
+	if (vq->event_idx && !vq->use_irq)
 		vq->avail->ring[vq->size] = (uint16_t)(vq->last_used + 0x7fff);
 	if (head >= vq->size) {
 		*err = "virtio device returned a bad descriptor id";
@@ -228,7 +271,59 @@ bool virtq_get(struct virtq *vq, uint16_t *id, uint32_t *len, const char **err)
 	return true;
 }
 
+void virtq_arm(struct virtq *vq, uint16_t event)
+{
+	if (vq->event_idx)
+		vq->avail->ring[vq->size] = event;
+	else
+		vq->avail->flags = 0;
+	mb(); /* armed before we look at used->idx again (the caller re-checks) */
+}
+
+void virtq_disarm(struct virtq *vq)
+{
+	if (vq->event_idx)
+		vq->avail->ring[vq->size] = (uint16_t)(vq->last_used + 0x7fff);
+	else
+		vq->avail->flags = VIRTQ_AVAIL_F_NO_INTERRUPT;
+}
+
+const char *virtq_sleep(struct virtq *vq, unsigned timeout_ms)
+{
+	uint64_t t0 = rdtsc(), limit = virtio_ms_to_cycles(timeout_ms);
+	while (vq->used->idx == vq->last_used) {
+		if (rdtsc() - t0 > limit)
+			return "virtio device timed out (no interrupt)";
+		/* The watchdog tick (irq.c) ends a halt whose interrupt never comes; then the
+		 * status register tells a dead device from a slow one. */
+		uint64_t before = vq->dev->irqs;
+		irq_wait();
+		if (vq->dev->irqs == before && vq->used->idx == vq->last_used &&
+		    virtio_status(vq->dev) & VIRTIO_STATUS_DEVICE_NEEDS_RESET)
+			return "virtio device needs reset";
+	}
+	return 0;
+}
+
 const char *virtq_wait(struct virtq *vq, uint16_t *id, uint32_t *len, unsigned timeout_ms)
+{
+	if (vq->use_irq) {
+		const char *err;
+		for (;;) {
+			if (virtq_get(vq, id, len, &err))
+				return err;
+			virtq_arm(vq, vq->last_used); /* interrupt on the next used entry */
+			if (vq->used->idx != vq->last_used)
+				continue; /* it came while arming */
+			if ((err = virtq_sleep(vq, timeout_ms)))
+				return err; /* else the next virtq_get() finds an entry */
+		}
+	}
+	return virtq_poll(vq, id, len, timeout_ms);
+}
+
+/* Spin on the used ring (no exits), reading the status register once per STATUS_POLL_MS. */
+static const char *virtq_poll(struct virtq *vq, uint16_t *id, uint32_t *len, unsigned timeout_ms)
 {
 	const char *err;
 	uint64_t t0 = rdtsc(), last_check = t0;

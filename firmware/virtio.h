@@ -1,8 +1,10 @@
 /*
- * A polling virtio 1.x driver core for the probe (virtio 1.2: 2.1 status, 2.2 features,
- * 2.7 split virtqueues, 3.1 initialisation). Transports: virtio_mmio.c and virtio_pci.c.
- * No interrupts: completions are found by polling the used ring, which costs no VM exits;
- * notifications are suppressed with VIRTIO_RING_F_EVENT_IDX when the device offers it.
+ * A virtio 1.x driver core for the probe (virtio 1.2: 2.1 status, 2.2 features, 2.7 split
+ * virtqueues, 3.1 initialisation). Transports: virtio_mmio.c and virtio_pci.c.
+ * Completions are found by polling the used ring (no VM exits) or, with use_irq, by halting
+ * until the used-buffer interrupt (IOAPIC pin for mmio, MSI-X for pci; see irq.h).
+ * Notifications are suppressed with VIRTIO_RING_F_EVENT_IDX when the device offers it
+ * (unless virtio.event_idx=off on the command line, or no_event_idx).
  */
 #ifndef VIRTIO_H
 #define VIRTIO_H
@@ -68,6 +70,7 @@ struct virtq {
 	uint16_t kick_old;  /* avail->idx at the last notification decision */
 	uint16_t last_used; /* next used->ring entry to consume */
 	bool event_idx;
+	bool use_irq; /* virtq_wait halts until an interrupt instead of spinning */
 	volatile struct virtq_desc *desc;
 	volatile struct virtq_avail *avail;
 	volatile struct virtq_used *used;
@@ -94,6 +97,11 @@ struct virtio_ops {
 	unsigned (*queue_max)(struct virtio_dev *d, unsigned q);
 	/* Tell the device where vq's rings are, enable it, and fill in vq->notify_*. */
 	const char *(*queue_enable)(struct virtio_dev *d, struct virtq *vq);
+	/* Before the queues are set up, with use_irq: route the device's interrupts to
+	 * d->vec_cfg / d->vec_q[] (allocating them on first use). */
+	const char *(*irq_setup)(struct virtio_dev *d);
+	/* In the interrupt handler: acknowledge the interrupt at the device (may be 0). */
+	void (*irq_ack)(struct virtio_dev *d);
 };
 
 struct virtio_dev {
@@ -109,7 +117,15 @@ struct virtio_dev {
 	uint32_t notify_mult, notify_len;
 	bool msix;
 	unsigned msix_size;
-	uint64_t features; /* negotiated */
+	uint8_t msix_cap;    /* config-space offset of the MSI-X capability */
+	uint64_t msix_table; /* its table, mapped; 0 if unusable */
+	/* Set by the caller before virtio_init(). */
+	bool use_irq;	   /* completions by interrupt (see virtq_wait) */
+	bool no_event_idx; /* do not negotiate VIRTIO_RING_F_EVENT_IDX */
+	/* Interrupt vectors, allocated once (mmio: one line, so vec_q[*] == vec_cfg). */
+	uint8_t vec_cfg, vec_q[VIRTIO_MAX_QUEUES];
+	volatile uint64_t irqs; /* interrupts handled for this device */
+	uint64_t features;	/* negotiated */
 	unsigned nqueues;
 	struct virtq vq[VIRTIO_MAX_QUEUES];
 	void *ring_mem; /* VIRTIO_MAX_QUEUES * 3 pages, owned by this device */
@@ -144,8 +160,23 @@ void virtq_publish(struct virtq *vq, uint16_t head);
 void virtq_kick(struct virtq *vq, bool force);
 /* Take one completion off the used ring; false if there is none. Frees its chain. */
 bool virtq_get(struct virtq *vq, uint16_t *id, uint32_t *len, const char **err);
-/* Poll for a completion for up to timeout_ms; fails on DEVICE_NEEDS_RESET or timeout. */
+/*
+ * Wait for a completion for up to timeout_ms, polling or (use_irq) halting until the
+ * interrupt, which it requests for the next used entry; fails on DEVICE_NEEDS_RESET or timeout.
+ */
 const char *virtq_wait(struct virtq *vq, uint16_t *id, uint32_t *len, unsigned timeout_ms);
+
+/*
+ * Used-buffer interrupts (2.7.7, 2.7.10). arm: with EVENT_IDX interrupt once the device
+ * has used entry `event` (used_event = event), without it after every used buffer
+ * (clear NO_INTERRUPT). disarm: no interrupts. Both only write to the ring: no exit.
+ */
+void virtq_arm(struct virtq *vq, uint16_t event);
+void virtq_disarm(struct virtq *vq);
+/* Halt until used->idx moves past last_used (after virtq_arm); bounded by timeout_ms. */
+const char *virtq_sleep(struct virtq *vq, unsigned timeout_ms);
+/* True unless virtio.event_idx=off is on the command line. */
+bool virtio_event_idx_allowed(void);
 
 /* TSC helpers shared by the virtio tests. */
 uint64_t virtio_ms_to_cycles(unsigned ms);

@@ -1,10 +1,12 @@
 /*
  * virtio-pci, modern interface (virtio 1.2, 4.1): bus 0, functions found through config
- * mechanism #1, structures found through the vendor capabilities. No interrupts: every
- * MSI-X vector stays VIRTIO_MSI_NO_VECTOR (the probe polls used rings).
+ * mechanism #1, structures found through the vendor capabilities. Interrupts only by MSI-X
+ * and only with use_irq: table entry 0 for configuration changes, 1 + q for queue q (entry 0
+ * when the table is that small); without use_irq every vector is VIRTIO_MSI_NO_VECTOR.
  */
 #include "pci.h"
 #include "printf.h"
+#include "smp.h"
 #include "virtio.h"
 
 #define VIRTIO_PCI_VENDOR     0x1af4
@@ -35,6 +37,15 @@
 #define CC_QUEUE_DRIVER	    0x28
 #define CC_QUEUE_DEVICE	    0x30
 #define CC_MIN_LEN	    0x38
+
+/* MSI-X capability and table (PCI 3.0, 6.8.2) */
+#define MSIX_CTRL	   2
+#define MSIX_TABLE	   4
+#define MSIX_CTRL_ENABLE   0x8000
+#define MSIX_CTRL_MASKALL  0x4000
+#define MSIX_ENTRY_SIZE	   16
+#define MSIX_VEC_CTRL_MASK 1
+#define MSI_ADDR_BASE	   0xfee00000u
 
 static uint8_t r8(uint64_t a)
 {
@@ -98,14 +109,55 @@ static unsigned queue_max(struct virtio_dev *d, unsigned q)
 	return r16(d->common + CC_QUEUE_SIZE);
 }
 
+/* The MSI-X table entry queue q uses. */
+static uint16_t queue_entry(const struct virtio_dev *d, unsigned q)
+{
+	return (uint16_t)(1 + q < d->msix_size ? 1 + q : 0);
+}
+
+static void msix_entry(struct virtio_dev *d, unsigned entry, uint8_t vector)
+{
+	uint64_t e = d->msix_table + (uint64_t)entry * MSIX_ENTRY_SIZE;
+	w32(e + 0, MSI_ADDR_BASE | lapic_id() << 12); /* fixed, physical destination */
+	w32(e + 4, 0);
+	w32(e + 8, vector); /* edge, fixed delivery */
+	w32(e + 12, 0);	    /* unmasked */
+}
+
+/* Enable MSI-X with the function masked, fill the table, unmask; then name entry 0 for
+ * configuration interrupts and check that the device took it. */
+static const char *irq_setup(struct virtio_dev *d)
+{
+	if (!d->msix || !d->msix_table)
+		return "virtio-pci device has no usable MSI-X table";
+	unsigned b = d->bus, s = d->slot, f = d->func, cap = d->msix_cap;
+	uint16_t ctl = pci_read16(b, s, f, cap + MSIX_CTRL);
+	pci_write16(b, s, f, cap + MSIX_CTRL, ctl | MSIX_CTRL_ENABLE | MSIX_CTRL_MASKALL);
+	msix_entry(d, 0, d->vec_cfg);
+	for (unsigned q = 0; q < VIRTIO_MAX_QUEUES; q++)
+		if (queue_entry(d, q))
+			msix_entry(d, queue_entry(d, q), d->vec_q[q]);
+	ctl = (uint16_t)((ctl | MSIX_CTRL_ENABLE) & ~MSIX_CTRL_MASKALL);
+	pci_write16(b, s, f, cap + MSIX_CTRL, ctl);
+	if (!(pci_read16(b, s, f, cap + MSIX_CTRL) & MSIX_CTRL_ENABLE))
+		return "virtio-pci MSI-X enable did not stick";
+	w16(d->common + CC_MSIX_CONFIG, 0);
+	if (r16(d->common + CC_MSIX_CONFIG) == VIRTIO_MSI_NO_VECTOR)
+		return "virtio-pci device refused the msix_config vector";
+	return 0;
+}
+
 static const char *queue_enable(struct virtio_dev *d, struct virtq *vq)
 {
 	uint64_t c = d->common;
-	if (vq->index == 0)
+	if (vq->index == 0 && !d->use_irq)
 		w16(c + CC_MSIX_CONFIG, VIRTIO_MSI_NO_VECTOR);
 	w16(c + CC_QUEUE_SEL, vq->index);
 	w16(c + CC_QUEUE_SIZE, vq->size);
-	w16(c + CC_QUEUE_MSIX, VIRTIO_MSI_NO_VECTOR);
+	uint16_t entry = d->use_irq ? queue_entry(d, vq->index) : VIRTIO_MSI_NO_VECTOR;
+	w16(c + CC_QUEUE_MSIX, entry);
+	if (d->use_irq && r16(c + CC_QUEUE_MSIX) != entry)
+		return "virtio-pci device refused the queue's MSI-X vector";
 	w64(c + CC_QUEUE_DESC, (uint64_t)vq->desc);
 	w64(c + CC_QUEUE_DRIVER, (uint64_t)vq->avail);
 	w64(c + CC_QUEUE_DEVICE, (uint64_t)vq->used);
@@ -125,6 +177,7 @@ static const struct virtio_ops pci_ops = {
     .set_features = set_features,
     .queue_max = queue_max,
     .queue_enable = queue_enable,
+    .irq_setup = irq_setup,
 };
 
 struct cap {
@@ -155,7 +208,8 @@ static void probe_function(unsigned b, unsigned s, unsigned f, uint32_t id)
 		return;
 	struct cap caps[CAP_DEVICE + 1] = {0};
 	bool msix = false;
-	unsigned msix_size = 0;
+	unsigned msix_size = 0, msix_cap = 0;
+	uint32_t msix_table = 0;
 	if (pci_read16(b, s, f, PCI_STATUS) & PCI_STATUS_CAPS) {
 		unsigned ptr = pci_read8(b, s, f, PCI_CAP_PTR) & 0xfc;
 		for (unsigned guard = 0; ptr >= 0x40 && guard < 48; guard++) {
@@ -164,6 +218,8 @@ static void probe_function(unsigned b, unsigned s, unsigned f, uint32_t id)
 			if (cap_id == PCI_CAP_ID_MSIX) {
 				msix = true;
 				msix_size = (hdr >> 16 & 0x7ff) + 1;
+				msix_cap = ptr;
+				msix_table = pci_read32(b, s, f, ptr + MSIX_TABLE);
 			} else if (cap_id == PCI_CAP_ID_VENDOR && type >= CAP_COMMON &&
 				   type <= CAP_DEVICE && !caps[type].found) {
 				struct cap *c = &caps[type];
@@ -202,6 +258,11 @@ static void probe_function(unsigned b, unsigned s, unsigned f, uint32_t id)
 	d->isr = cap_addr(b, s, f, &caps[CAP_ISR], bars);
 	d->devcfg = cap_addr(b, s, f, &caps[CAP_DEVICE], bars);
 	d->base = d->common;
+	if (msix) {
+		struct cap t = {true, (uint8_t)(msix_table & 7), msix_table & ~7u, 0, 0};
+		d->msix_cap = (uint8_t)msix_cap;
+		d->msix_table = t.bar <= 5 ? cap_addr(b, s, f, &t, bars) : 0;
+	}
 	if (!d->common || !d->notify) {
 		kprintf("probe: pci %02x:%02x.%x virtio id=%u: BAR unusable, skipped\n", b, s, f,
 			vid);

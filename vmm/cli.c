@@ -8,7 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device_registry.h"
 #include "log.h"
+#include "options.h"
 
 #define MIN_MEMORY (16ULL << 20)
 #define MAX_MEMORY (1ULL << 40)
@@ -193,41 +195,45 @@ void format_cpu_list(const cpu_set_t *set, char *buf, size_t len)
 	}
 }
 
-/* Device options: "key=value,key=value". Each key must be in the device's list. */
-static int parse_transport(const char *v, enum virtio_transport_kind *t, char *err, size_t errlen)
+/* A device flag ("--rng", "--net", ...): transport= is common to all, the rest is the
+ * device's own and goes to its parser. */
+static int parse_device(const struct device_kind_desc *kind, const char *arg, struct vm_config *cfg,
+			char *err, size_t errlen)
 {
-	if (!strcmp(v, "pci"))
-		*t = TRANSPORT_PCI;
-	else if (!strcmp(v, "mmio"))
-		*t = TRANSPORT_MMIO;
-	else
-		return fail(err, errlen, "invalid transport '%s' (expected mmio or pci)", v);
-	return 0;
-}
-
-static int parse_rng(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
-{
+	char what[32];
+	snprintf(what, sizeof(what), "--%s", kind->flag);
 	if (cfg->nr_devices == MAX_DEVICES)
 		return fail(err, errlen, "too many devices (at most %s)", "16");
+	if (kind->needs_options && (!arg || !*arg))
+		return fail(err, errlen, "%s needs options (see --help)", what);
+	struct option_list opts;
+	if (options_split(arg, what, &opts, err, errlen))
+		return -1;
 	struct device_config *d = &cfg->devices[cfg->nr_devices];
-	*d = (struct device_config){.kind = DEVICE_RNG, .transport = TRANSPORT_PCI};
-	char *copy = strdup(arg ? arg : "");
-	if (!copy)
-		return fail(err, errlen, "out of memory%s", "");
-	int rc = 0;
-	char *save = NULL;
-	for (char *kv = strtok_r(copy, ",", &save); kv && !rc; kv = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(kv, '=');
-		if (eq && !strncmp(kv, "transport", (size_t)(eq - kv)) && eq - kv == 9)
-			rc = parse_transport(eq + 1, &d->transport, err, errlen);
-		else
-			rc = fail(err, errlen, "unknown --rng option '%s' (expected transport=)",
-				  kv);
+	*d = (struct device_config){.kind = kind, .transport = TRANSPORT_PCI};
+	/* Pass on everything but transport=, in the order given. */
+	char rest[OPTIONS_MAX * (OPTION_KEY_MAX + OPTION_VALUE_MAX + 2)] = "";
+	for (int i = 0; i < opts.n; i++) {
+		const struct option_kv *kv = &opts.kv[i];
+		if (!strcmp(kv->key, "transport")) {
+			if (!strcmp(kv->value, "pci"))
+				d->transport = TRANSPORT_PCI;
+			else if (!strcmp(kv->value, "mmio"))
+				d->transport = TRANSPORT_MMIO;
+			else
+				return fail(err, errlen,
+					    "invalid transport '%s' (expected mmio or pci)",
+					    kv->value);
+			continue;
+		}
+		size_t used = strlen(rest);
+		snprintf(rest + used, sizeof(rest) - used, "%s%s%s%s", used ? "," : "", kv->key,
+			 kv->has_value ? "=" : "", kv->value);
 	}
-	free(copy);
-	if (!rc)
-		cfg->nr_devices++;
-	return rc;
+	if (kind->parse(rest, &d->parsed, err, errlen))
+		return -1;
+	cfg->nr_devices++;
+	return 0;
 }
 
 void cli_usage(void)
@@ -244,9 +250,22 @@ void cli_usage(void)
 	    "  --cmdline STRING       kernel command line (default: empty)\n"
 	    "  --memory SIZE          guest RAM, e.g. 512M, 2G (bare number: MiB; default 256M)\n"
 	    "  --no-populate          do not pre-fault guest RAM in the background (less host\n"
-	    "                         memory for a guest that touches little; dearer first touch)\n"
+	    "                         memory for a guest that touches little; dearer first "
+	    "touch)\n"
 	    "  --cpus N               number of vCPUs (1-%d, default 1)\n"
 	    "  --pin VCPU=CPULIST,... pin vCPU threads to host CPUs, e.g. 0=2,1=3-4\n"
+	    "\n"
+	    "Devices (repeat a flag for more; every one takes transport=mmio|pci, default "
+	    "pci):\n",
+	    MAX_VCPUS);
+	for (int i = 0; device_kinds[i]; i++)
+		printf("  --%s%s\n", device_kinds[i]->flag, device_kinds[i]->usage);
+	printf(
+	    "  --io-pin CPULIST       pin the I/O thread (device emulation) to host CPUs\n"
+	    "\n"
+	    "Machine description:\n"
+	    "  --dump-dtb PATH        write the machine as a flattened device tree (dtc -I dtb)\n"
+	    "  --dtb                  also hand that tree to the guest (setup_data SETUP_DTB)\n"
 	    "\n"
 	    "Console:\n"
 	    "  --console stdio|none|file=PATH\n"
@@ -260,8 +279,7 @@ void cli_usage(void)
 	    "\n"
 	    "Exit status: the value the guest writes to I/O port 0xf4; 0 after a guest reset;\n"
 	    "98 after a triple fault; 99 after a KVM internal error or failed entry; 1 on a\n"
-	    "VMM error while running; 2 on a usage or set-up error.\n",
-	    MAX_VCPUS);
+	    "VMM error while running; 2 on a usage or set-up error.\n");
 }
 
 enum {
@@ -274,13 +292,13 @@ enum {
 	OPT_CPUS,
 	OPT_PIN,
 	OPT_CONSOLE,
-	OPT_RNG,
 	OPT_IO_PIN,
 	OPT_DUMP_DTB,
 	OPT_DTB,
 	OPT_QUIET,
 	OPT_HELP,
 	OPT_VERSION,
+	OPT_DEVICE_BASE, /* + index in device_kinds */
 };
 
 static int host_cpu_count(void)
@@ -293,21 +311,22 @@ static int host_cpu_count(void)
  * wants "--rng=transport=mmio". Rewrite such words in place (the ',' becomes '='). */
 static void rewrite_device_options(int argc, char **argv)
 {
-	static const char *const device_flags[] = {"--rng,"};
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--"))
 			break;
-		for (size_t f = 0; f < sizeof(device_flags) / sizeof(device_flags[0]); f++) {
-			size_t n = strlen(device_flags[f]);
-			if (!strncmp(argv[i], device_flags[f], n))
-				argv[i][n - 1] = '=';
+		for (int k = 0; device_kinds[k]; k++) {
+			size_t n = strlen(device_kinds[k]->flag);
+			if (!strncmp(argv[i], "--", 2) &&
+			    !strncmp(argv[i] + 2, device_kinds[k]->flag, n) &&
+			    argv[i][2 + n] == ',')
+				argv[i][2 + n] = '=';
 		}
 	}
 }
 
 enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *err, size_t errlen)
 {
-	static const struct option opts[] = {
+	static const struct option base_opts[] = {
 	    {"kernel", required_argument, NULL, OPT_KERNEL},
 	    {"boot", required_argument, NULL, OPT_BOOT},
 	    {"initrd", required_argument, NULL, OPT_INITRD},
@@ -317,15 +336,23 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 	    {"cpus", required_argument, NULL, OPT_CPUS},
 	    {"pin", required_argument, NULL, OPT_PIN},
 	    {"console", required_argument, NULL, OPT_CONSOLE},
-	    {"rng", optional_argument, NULL, OPT_RNG},
 	    {"io-pin", required_argument, NULL, OPT_IO_PIN},
 	    {"dump-dtb", required_argument, NULL, OPT_DUMP_DTB},
 	    {"dtb", no_argument, NULL, OPT_DTB},
 	    {"quiet", no_argument, NULL, OPT_QUIET},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {"version", no_argument, NULL, OPT_VERSION},
-	    {NULL, 0, NULL, 0},
 	};
+	/* The fixed flags, then one per device kind, then the terminator. */
+	struct option opts[sizeof(base_opts) / sizeof(base_opts[0]) + MAX_DEVICE_KINDS + 1];
+	size_t nopts = sizeof(base_opts) / sizeof(base_opts[0]);
+	memcpy(opts, base_opts, sizeof(base_opts));
+	for (int i = 0; device_kinds[i] && i < MAX_DEVICE_KINDS; i++)
+		opts[nopts++] = (struct option){device_kinds[i]->flag,
+						device_kinds[i]->needs_options ? required_argument
+									       : optional_argument,
+						NULL, OPT_DEVICE_BASE + i};
+	opts[nopts] = (struct option){NULL, 0, NULL, 0};
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->cmdline = "";
 	cfg->memory_bytes = 256ULL << 20;
@@ -412,10 +439,6 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 				return CLI_ERROR;
 			}
 			break;
-		case OPT_RNG:
-			if (parse_rng(optarg, cfg, err, errlen))
-				return CLI_ERROR;
-			break;
 		case OPT_IO_PIN:
 			if (parse_cpu_list(optarg, host_cpu_count(), &cfg->io_pin_set, err, errlen))
 				return CLI_ERROR;
@@ -440,6 +463,12 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 			fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
 			return CLI_ERROR;
 		default:
+			if (c >= OPT_DEVICE_BASE && c < OPT_DEVICE_BASE + MAX_DEVICE_KINDS) {
+				if (parse_device(device_kinds[c - OPT_DEVICE_BASE], optarg, cfg,
+						 err, errlen))
+					return CLI_ERROR;
+				break;
+			}
 			fail(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
 			return CLI_ERROR;
 		}

@@ -11,13 +11,15 @@
 #define MAX_VCPUS   64
 #define MAX_DEVICES 16
 
-enum device_kind { DEVICE_RNG };
 enum virtio_transport_kind { TRANSPORT_PCI, TRANSPORT_MMIO };
+
+struct device_kind_desc;
 
 /* One virtio device asked for on the command line. */
 struct device_config {
-	enum device_kind kind;
+	const struct device_kind_desc *kind;
 	enum virtio_transport_kind transport;
+	void *parsed; /* the device's own options, from kind->parse */
 };
 
 enum console_kind { CONSOLE_STDIO, CONSOLE_NONE, CONSOLE_FILE };

@@ -10,6 +10,8 @@
 
 #include "arch/x86/boot.h"
 #include "arch/x86/cpu.h"
+#include "arch/x86/layout.h"
+#include "devices/pci.h"
 #include "cli.h"
 #include "console.h"
 #include "devices/debug_exit.h"
@@ -204,6 +206,12 @@ int main(int argc, char **argv)
 	snprintf(cmdline, CMDLINE_BUF_SIZE, "%s", cfg.cmdline);
 	if (vm_create(&vm, &cfg))
 		goto out_vm;
+	/* The PCI bus always exists: the ACPI tables describe it. */
+	static struct pci_bus pci;
+	pci_bus_init(&pci, &vm.mmio, PCI_MMIO_BASE, PCI_MMIO_END);
+	if (pci_bus_register(&pci, &vm.pio, PCI_ECAM_BASE))
+		goto out_vm;
+	vm.pci = &pci;
 	if (virtio_devices_create(&virtio, &vm, cmdline, CMDLINE_BUF_SIZE))
 		goto out_devices;
 	if (load_guest(&vm, &cfg, cmdline, &virtio, &entry))
@@ -231,10 +239,14 @@ out_vcpus:
 	vm_request_stop(&vm, status);
 	vcpus_stop(&vm);
 	event_loop_stop(&vm.loop);
+	virtio_devices_report(&virtio);
 	serial_destroy(&legacy.serial);
 out_console:
 	console_close(&console);
 out_devices:
+	/* The bus first: it unmaps the devices' BARs, which the devices own. */
+	if (vm.pci)
+		pci_bus_destroy(vm.pci);
 	virtio_devices_destroy(&virtio, &vm);
 out_vm:
 	vm_destroy(&vm);

@@ -3,35 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "devices/virtio/rng.h"
+#include "devices/virtio/pci.h"
+#include "vmm/device_registry.h"
 #include "vmm/log.h"
 #include "vmm/vm.h"
-
-static void destroy_rng(void *model)
-{
-	virtio_rng_destroy(model);
-}
-
-/* Instantiate the device model for slot; the one place that knows every device kind. */
-static int create_model(struct virtio_slot *slot, struct vm *vm, const char *label)
-{
-	switch (slot->cfg->kind) {
-	case DEVICE_RNG:
-		slot->model = virtio_rng_create(&slot->dev, &vm->mem, &vm->loop, label);
-		slot->destroy_model = destroy_rng;
-		return slot->model ? 0 : -1;
-	}
-	return -1;
-}
-
-static const char *kind_name(enum device_kind kind)
-{
-	switch (kind) {
-	case DEVICE_RNG:
-		return "rng";
-	}
-	return "device";
-}
 
 static int append(char *cmdline, size_t len, const char *entry)
 {
@@ -47,14 +22,17 @@ static int append(char *cmdline, size_t len, const char *entry)
 int virtio_devices_create(struct virtio_devices *devs, struct vm *vm, char *cmdline, size_t len)
 {
 	memset(devs, 0, sizeof(*devs));
-	int per_kind[8] = {0};
+	int per_kind[MAX_DEVICE_KINDS] = {0};
 	for (int i = 0; i < vm->cfg->nr_devices; i++) {
 		struct virtio_slot *slot = &devs->slots[devs->nr];
 		slot->cfg = &vm->cfg->devices[i];
+		const struct device_kind_desc *kind = slot->cfg->kind;
+		int k = 0;
+		while (device_kinds[k] && device_kinds[k] != kind)
+			k++;
 		char label[32];
-		snprintf(label, sizeof(label), "virtio-%s%d", kind_name(slot->cfg->kind),
-			 per_kind[slot->cfg->kind]++);
-		if (create_model(slot, vm, label))
+		snprintf(label, sizeof(label), "%s%d", kind->label, per_kind[k]++);
+		if (kind->create(slot, vm, label))
 			return -1;
 		devs->nr++;
 		if (slot->cfg->transport == TRANSPORT_MMIO) {
@@ -69,13 +47,25 @@ int virtio_devices_create(struct virtio_devices *devs, struct vm *vm, char *cmdl
 			log_info("%s: virtio-mmio at 0x%llx, irq %d", label,
 				 (unsigned long long)slot->mmio.base, slot->mmio.irq);
 		} else {
-			log_error("%s: the virtio-pci transport is not available yet; use "
-				  "transport=mmio",
-				  label);
-			return -1;
+			char err[160];
+			slot->pci = virtio_pci_create(vm, vm->pci, &slot->dev, err, sizeof(err));
+			if (!slot->pci) {
+				log_error("%s: %s", label, err);
+				return -1;
+			}
 		}
 	}
 	return 0;
+}
+
+void virtio_devices_report(const struct virtio_devices *devs)
+{
+	for (int i = 0; i < devs->nr; i++) {
+		const struct virtio_dev *dev = &devs->slots[i].dev;
+		log_info("%s: kicks %llu (I/O thread wake-ups %llu), interrupts %llu%s", dev->label,
+			 (unsigned long long)dev->kicks, (unsigned long long)dev->notifications,
+			 (unsigned long long)dev->interrupts, dev->broken ? ", needs reset" : "");
+	}
 }
 
 void virtio_devices_destroy(struct virtio_devices *devs, struct vm *vm)
@@ -84,8 +74,10 @@ void virtio_devices_destroy(struct virtio_devices *devs, struct vm *vm)
 		struct virtio_slot *slot = &devs->slots[i];
 		if (slot->cfg->transport == TRANSPORT_MMIO)
 			virtio_mmio_detach(&slot->mmio, &vm->loop);
-		if (slot->destroy_model)
-			slot->destroy_model(slot->model);
+		else if (slot->pci)
+			virtio_pci_destroy(slot->pci);
+		if (slot->cfg->kind->destroy)
+			slot->cfg->kind->destroy(slot);
 	}
 	devs->nr = 0;
 }

@@ -13,8 +13,7 @@ struct vm;
 struct virtio_slot {
 	const struct device_config *cfg;
 	struct virtio_dev dev;
-	void *model; /* the device model (struct virtio_rng, ...) */
-	void (*destroy_model)(void *model);
+	void *model;		 /* the device model (struct virtio_rng, ...), owned by its kind */
 	struct virtio_mmio mmio; /* when cfg->transport is TRANSPORT_MMIO */
 	void *pci;		 /* when cfg->transport is TRANSPORT_PCI */
 };
@@ -28,6 +27,8 @@ struct virtio_devices {
 /* Create every configured device and attach it; appends the kernel command-line entries that
  * announce virtio-mmio devices to cmdline (capacity len). Returns 0 or -1 (logged). */
 int virtio_devices_create(struct virtio_devices *devs, struct vm *vm, char *cmdline, size_t len);
+/* One line per device with its notification and interrupt counts (after the VM stopped). */
+void virtio_devices_report(const struct virtio_devices *devs);
 void virtio_devices_destroy(struct virtio_devices *devs, struct vm *vm);
 
 #endif

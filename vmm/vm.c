@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "gsi_routing.h"
 #include "kvm_util.h"
 #include "log.h"
 
@@ -96,6 +97,9 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 		return -1;
 	if (event_loop_init(&vm->loop))
 		return -1;
+	vm->gsi_routing = gsi_routing_create(vm->vm_fd);
+	if (!vm->gsi_routing)
+		return -1;
 	vm->stop_fd = eventfd(0, EFD_CLOEXEC);
 	if (vm->stop_fd < 0) {
 		log_error("eventfd: %s", strerror(errno));
@@ -107,6 +111,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 void vm_destroy(struct vm *vm)
 {
 	event_loop_destroy(&vm->loop);
+	if (vm->gsi_routing)
+		gsi_routing_destroy(vm->gsi_routing);
 	guest_mem_destroy(&vm->mem);
 	if (vm->stop_fd >= 0)
 		close(vm->stop_fd);

@@ -13,6 +13,7 @@
 #include "io_bus.h"
 
 struct kvm_run;
+struct pci_bus;
 struct serial;
 struct console;
 struct gsi_routing;
@@ -46,6 +47,7 @@ struct vm {
 	struct vcpu vcpus[MAX_VCPUS];
 
 	struct event_loop loop;		 /* the I/O thread */
+	struct pci_bus *pci;		 /* the PCI bus (devices/pci.h), owned by main */
 	struct gsi_routing *gsi_routing; /* KVM's GSI routing table (vmm/gsi_routing.h), owned */
 	struct serial *serial;
 	struct console *console;

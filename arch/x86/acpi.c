@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "arch/x86/aml.h"
 #include "arch/x86/byteorder.h"
+#include "arch/x86/dsdt.h"
 #include "arch/x86/layout.h"
 
 #define OEM_ID		 "MNVMM "   /* 6 bytes */
@@ -21,13 +23,14 @@
 #define FADT_MINOR    5 /* ACPI 6.5 */
 #define DSDT_REVISION 2 /* 64-bit AML integers */
 #define MADT_REVISION 5 /* ACPI 6.3+ */
+#define MCFG_REVISION 1
 
 #define PM_PROFILE_ENTERPRISE_SERVER 4
 #define MADT_NMI_ALL_PROCESSORS	     0xff
 #define MADT_NMI_LINT1		     1
 #define MADT_NMI_CONFORMING	     0	  /* polarity and trigger conform to the bus */
 #define MAX_XAPIC_ID		     0xfe /* 0xff is broadcast; ids 0..nr_cpus, IOAPIC last */
-#define NR_SDT_ENTRIES		     2	  /* FADT, MADT */
+#define NR_SDT_ENTRIES		     3	  /* FADT, MADT, MCFG */
 
 /* Generic Address Structure: an 8-bit I/O port. */
 #define GAS_SPACE_SYSTEM_IO 1
@@ -63,9 +66,10 @@ _Static_assert(MADT_OFF_ENTRIES == ACPI_HDR_SIZE + 8, "MADT: LAPIC address and f
 #define XSDT_OFF   ALIGN16(RSDT_OFF + RSDT_SIZE)
 #define XSDT_SIZE  (ACPI_HDR_SIZE + 8 * NR_SDT_ENTRIES)
 #define FADT_OFF   ALIGN16(XSDT_OFF + XSDT_SIZE)
-#define DSDT_OFF   ALIGN16(FADT_OFF + ACPI_FADT_SIZE)
-#define DSDT_SIZE  ACPI_HDR_SIZE /* no AML yet: no devices to describe */
-#define MADT_OFF   ALIGN16(DSDT_OFF + DSDT_SIZE)
+#define MCFG_OFF   ALIGN16(FADT_OFF + ACPI_FADT_SIZE)
+#define DSDT_OFF   ALIGN16(MCFG_OFF + ACPI_MCFG_SIZE)
+#define DSDT_MAX   0x2000 /* room for the AML: the PCI host bridge and its _PRT */
+#define MADT_OFF   ALIGN16(DSDT_OFF + DSDT_MAX)
 #define MADT_FIXED (MADT_OFF_ENTRIES + ACPI_MADT_IOAPIC_SIZE + ACPI_MADT_NMI_SIZE)
 
 static uint64_t madt_size(int nr_cpus)
@@ -111,6 +115,31 @@ static void sdt_finish(uint8_t *p)
 {
 	p[HDR_OFF_CHECKSUM] = 0;
 	p[HDR_OFF_CHECKSUM] = checksum(p, get_le32(p + HDR_OFF_LENGTH));
+}
+
+/* MCFG: one ECAM allocation, segment 0, bus 0 only. */
+static void write_mcfg(uint8_t *p)
+{
+	sdt_header(p, "MCFG", ACPI_MCFG_SIZE, MCFG_REVISION);
+	uint8_t *e = p + MCFG_OFF_ENTRIES;
+	put_le64(e, PCI_ECAM_BASE);
+	put_le16(e + 8, 0); /* PCI segment group */
+	e[10] = 0;	    /* start bus */
+	e[11] = 0;	    /* end bus */
+	sdt_finish(p);
+}
+
+/* DSDT: header, then AML. Returns 0, or -1 if the AML does not fit. */
+static int write_dsdt(uint8_t *p)
+{
+	struct aml a;
+	aml_init(&a, p + ACPI_HDR_SIZE, DSDT_MAX - ACPI_HDR_SIZE);
+	dsdt_build(&a);
+	if (a.error)
+		return -1;
+	sdt_header(p, "DSDT", (uint32_t)(ACPI_HDR_SIZE + a.len), DSDT_REVISION);
+	sdt_finish(p);
+	return 0;
 }
 
 static void write_fadt(uint8_t *p, uint32_t dsdt)
@@ -189,19 +218,25 @@ int acpi_write(struct guest_mem *mem, uint64_t base, uint64_t limit, int nr_cpus
 	const uint32_t fadt = (uint32_t)(base + FADT_OFF), madt = (uint32_t)(base + MADT_OFF);
 
 	write_fadt(t + FADT_OFF, (uint32_t)(base + DSDT_OFF));
-	sdt_header(t + DSDT_OFF, "DSDT", DSDT_SIZE, DSDT_REVISION);
-	sdt_finish(t + DSDT_OFF);
+	if (write_dsdt(t + DSDT_OFF)) {
+		snprintf(err, errlen, "the DSDT's AML does not fit in %u bytes", DSDT_MAX);
+		return -1;
+	}
 	write_madt(t + MADT_OFF, nr_cpus);
+	write_mcfg(t + MCFG_OFF);
+	const uint32_t mcfg = (uint32_t)(base + MCFG_OFF);
 
 	uint8_t *rsdt = t + RSDT_OFF;
 	sdt_header(rsdt, "RSDT", RSDT_SIZE, RSDT_REVISION);
 	put_le32(rsdt + ACPI_HDR_SIZE, fadt);
 	put_le32(rsdt + ACPI_HDR_SIZE + 4, madt);
+	put_le32(rsdt + ACPI_HDR_SIZE + 8, mcfg);
 	sdt_finish(rsdt);
 	uint8_t *xsdt = t + XSDT_OFF;
 	sdt_header(xsdt, "XSDT", XSDT_SIZE, XSDT_REVISION);
 	put_le64(xsdt + ACPI_HDR_SIZE, fadt);
 	put_le64(xsdt + ACPI_HDR_SIZE + 8, madt);
+	put_le64(xsdt + ACPI_HDR_SIZE + 16, mcfg);
 	sdt_finish(xsdt);
 
 	memcpy(t, "RSD PTR ", 8);

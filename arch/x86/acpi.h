@@ -1,4 +1,5 @@
-/* ACPI tables (RSDP, RSDT, XSDT, FADT, DSDT, MADT): how ACPI-only kernels find their CPUs. */
+/* ACPI tables (RSDP, RSDT, XSDT, FADT, DSDT, MADT, MCFG): how ACPI-only kernels find their CPUs
+ * and the PCI bus (ECAM in the MCFG, the host bridge and its interrupt routing in the DSDT). */
 #ifndef MINIVMM_X86_ACPI_H
 #define MINIVMM_X86_ACPI_H
 
@@ -14,6 +15,8 @@
 #define ACPI_MADT_LAPIC_SIZE  8
 #define ACPI_MADT_IOAPIC_SIZE 12
 #define ACPI_MADT_NMI_SIZE    6
+#define ACPI_MCFG_SIZE	      60 /* header, 8 reserved, one 16-byte allocation */
+#define MCFG_OFF_ENTRIES      44
 
 /* ACPI 6.x FADT field offsets. */
 #define FADT_OFF_FIRMWARE_CTRL	36

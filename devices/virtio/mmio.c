@@ -243,6 +243,7 @@ static void notify_handler(void *opaque, uint32_t events)
 	uint64_t count;
 	if (read(n->mmio->notify_fd[n->queue], &count, sizeof(count)) != sizeof(count))
 		return;
+	n->mmio->dev->kicks += count;
 	virtio_dev_queue_notify(n->mmio->dev, n->queue);
 }
 

@@ -5,6 +5,10 @@
 #include "devices/virtio/virtio.h"
 
 struct virtio_rng;
+struct device_kind_desc;
+
+/* --rng: no options of its own. */
+extern const struct device_kind_desc virtio_rng_kind;
 
 /* Create the device model and initialise dev with it. Returns NULL (logged) on failure. */
 struct virtio_rng *virtio_rng_create(struct virtio_dev *dev, struct guest_mem *mem,

@@ -74,7 +74,9 @@ struct virtio_dev {
 	uint32_t config_generation;
 	struct virtqueue vqs[VIRTIO_MAX_QUEUES];
 	bool broken; /* a protocol violation was seen: no more processing until reset */
-	uint64_t notifications, interrupts; /* counters for status and benchmarks */
+	/* Counters for status and benchmarks: guest kicks (eventfd counts, so kicks that arrive
+	 * together are all counted), I/O-thread wake-ups they caused, interrupts sent. */
+	uint64_t kicks, notifications, interrupts;
 };
 
 void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops, void *priv,

@@ -14,8 +14,8 @@ DESC, AVAIL, USED, IND, BUF = 0x000, 0x400, 0x600, 0xA00, 0xC00
 OPS_DRAIN = bytes([0, 4, 8 | 3, 1, 0, 3, 0, 4, 0, 2, 1, 0, 5 | (1 << 3), 0, 7, 0])
 
 
-def seed(size_log2, flags, descs, heads, ind=(), ops=OPS_DRAIN, used_event=0):
-    ram = bytearray(RAM)
+def seed(size_log2, flags, descs, heads, ind=(), ops=OPS_DRAIN, used_event=0, ram_size=RAM):
+    ram = bytearray(ram_size)
     size = 1 << size_log2
     for i, (addr, ln, fl, nxt) in enumerate(descs):
         struct.pack_into("<QIHH", ram, DESC + 16 * i, addr, ln, fl, nxt)
@@ -44,6 +44,11 @@ def main():
         "full_ring": seed(2, 0, [(BUF + 4 * i, 4, WRITE, 0) for i in range(4)], [3, 2, 1, 0]),
         "loop": seed(1, 0, [(BUF, 4, NEXT, 1), (BUF, 4, NEXT, 0)], [0]),
         "zero_len": seed(0, 1, [(0xFFFFFFFF00000000, 0, 0, 0)], [0]),
+        # The largest legal indirect table (16 KiB) behind one direct buffer.
+        "indirect_1024": seed(
+            1, 1, [(BUF, 4, NEXT, 1), (IND, 16 * 1024, INDIRECT, 0)], [0],
+            ind=[(BUF + i % 64, 1, NEXT if i < 1023 else 0, i + 1) for i in range(1024)],
+            ram_size=IND + 16 * 1024),
     }
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:

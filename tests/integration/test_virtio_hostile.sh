@@ -4,7 +4,7 @@
 # working, the first works again after a reset, and the VMM stays alive throughout.
 source "$(dirname "$0")/lib.sh"
 
-for transport in mmio; do
+for transport in mmio pci; do
 	name=hostile-$transport
 	run_vmm "$name" 60 --kernel "$FW/probe.elf" --cpus 2 --rng,transport=$transport \
 		--rng,transport=$transport --cmdline "test=hostile"

@@ -50,12 +50,21 @@ static void verify(struct test_ram *r, int n)
 	cr_assert_eq(get_le32(rsdp + 20), 36);
 	cr_assert_eq(rsdp[33] | rsdp[34] | rsdp[35], 0);
 
-	uint8_t *xsdt = sdt(r, get_le64(rsdp + 24), "XSDT", 36 + 2 * 8);
+	uint8_t *xsdt = sdt(r, get_le64(rsdp + 24), "XSDT", 36 + 3 * 8);
 	uint64_t fadt_addr = get_le64(xsdt + 36), madt_addr = get_le64(xsdt + 44);
+	uint64_t mcfg_addr = get_le64(xsdt + 52);
 	/* The RSDT, for ACPI 1.0 readers, lists the same tables. */
-	uint8_t *rsdt = sdt(r, get_le32(rsdp + 16), "RSDT", 36 + 2 * 4);
+	uint8_t *rsdt = sdt(r, get_le32(rsdp + 16), "RSDT", 36 + 3 * 4);
 	cr_assert_eq(get_le32(rsdt + 36), fadt_addr);
 	cr_assert_eq(get_le32(rsdt + 40), madt_addr);
+	cr_assert_eq(get_le32(rsdt + 44), mcfg_addr);
+
+	/* MCFG: ECAM for segment 0, bus 0 only. */
+	uint8_t *mcfg = sdt(r, mcfg_addr, "MCFG", 60);
+	cr_assert_eq(get_le64(mcfg + 44), PCI_ECAM_BASE);
+	cr_assert_eq(get_le16(mcfg + 52), 0, "segment");
+	cr_assert_eq(mcfg[54], 0, "start bus");
+	cr_assert_eq(mcfg[55], 0, "end bus");
 
 	uint8_t *fadt = sdt(r, fadt_addr, "FACP", 276);
 	cr_assert_eq(fadt[8], 6, "FADT revision");
@@ -74,8 +83,14 @@ static void verify(struct test_ram *r, int n)
 	cr_assert_arr_eq(fadt + 268, "MNVMM\0\0\0", 8);
 	uint64_t dsdt_addr = get_le64(fadt + 140);
 	cr_assert_eq(get_le32(fadt + 40), dsdt_addr, "DSDT and X_DSDT agree");
-	uint8_t *dsdt = sdt(r, dsdt_addr, "DSDT", 36);
+	uint32_t dsdt_len = get_le32(gpa(r, dsdt_addr + 4, 4));
+	cr_assert_gt(dsdt_len, 36, "the DSDT carries AML");
+	uint8_t *dsdt = sdt(r, dsdt_addr, "DSDT", dsdt_len);
 	cr_assert_eq(dsdt[8], 2);
+	/* Scope (\_SB) { Device (PCI0) ... }: the AML opens with the scope. */
+	cr_assert_eq(dsdt[36], 0x10, "ScopeOp");
+	cr_assert(memmem(dsdt + 36, dsdt_len - 36, "PCI0", 4), "\\_SB.PCI0 is described");
+	cr_assert(memmem(dsdt + 36, dsdt_len - 36, "_PRT", 4), "with its interrupt routing");
 
 	uint8_t *madt = sdt(r, madt_addr, "APIC", madt_len(n));
 	cr_assert_eq(get_le32(madt + 36), 0xfee00000);
@@ -133,7 +148,7 @@ ParameterizedTest(int *n, acpi, tables_for_n_cpus)
 	cr_assert_eq(acpi_write(&r.mem, ACPI_TABLES_START, ACPI_TABLES_END, *n, err, sizeof(err)),
 		     0, "%s", err);
 	verify(&r, *n);
-	cr_assert_eq(acpi_tables_size(*n), 0x1f0 + madt_len(*n));
+	cr_assert_eq(acpi_tables_size(*n), 0x2200 + madt_len(*n), "MADT after the DSDT's 8 KiB");
 	/* Nothing written past the tables. */
 	cr_assert_eq(*gpa(&r, ACPI_TABLES_START + acpi_tables_size(*n), 1), 0xcc);
 	test_ram_fini(&r);

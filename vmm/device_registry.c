@@ -1,0 +1,18 @@
+#include "device_registry.h"
+
+#include <string.h>
+
+#include "devices/virtio/rng.h"
+
+const struct device_kind_desc *const device_kinds[] = {
+    &virtio_rng_kind,
+    NULL,
+};
+
+const struct device_kind_desc *device_kind_find(const char *flag)
+{
+	for (int i = 0; device_kinds[i]; i++)
+		if (!strcmp(device_kinds[i]->flag, flag))
+			return device_kinds[i];
+	return NULL;
+}
