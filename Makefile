@@ -12,10 +12,10 @@ LDFLAGS_SAN   := -fsanitize=address,undefined
 endif
 CFLAGS  ?=
 CFLAGS  += $(CFLAGS_COMMON)
-LDLIBS  := -lpthread -lfdt
+LDLIBS  := -lpthread -lfdt -luring -lslirp
 LDFLAGS += $(LDFLAGS_SAN)
 
-VMM_SRCS  := $(wildcard vmm/*.c devices/*.c devices/virtio/*.c arch/x86/*.c)
+VMM_SRCS  := $(wildcard vmm/*.c devices/*.c devices/virtio/*.c devices/net/*.c arch/x86/*.c)
 VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o)
 # Everything but main() is also linked into the unit tests.
 LIB_OBJS  := $(filter-out $(BUILD)/obj/vmm/main.o,$(VMM_OBJS))
@@ -71,6 +71,7 @@ FUZZ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -O1 -g -D_GNU_SOURCE -I. -fno-o
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_virtqueue_SRCS := devices/virtio/virtqueue.c vmm/guest_mem.c
+FUZZ_json_SRCS := vmm/json.c
 FUZZ_virtio_mmio_SRCS := devices/virtio/mmio.c devices/virtio/virtio.c devices/virtio/virtqueue.c \
 	devices/virtio/rng.c vmm/guest_mem.c vmm/event_loop.c vmm/log.c vmm/kvm_irq.c vmm/io_bus.c \
 	vmm/options.c

@@ -161,12 +161,12 @@ median_of() {
 		if (val != "" && (mode == "any" || m == mode)) print val
 	}' "$f" | sort -g | awk '{ v[NR] = $1 }
 		END { if (!NR) print "-"; else if (NR % 2) print v[(NR + 1) / 2];
-		      else printf "%g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+		      else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 median_col() { # median of column $2 of file $1 ("-" when empty)
 	[ -s "$1" ] || { echo -; return; }
 	awk -v c="$2" '{ print $c }' "$1" | sort -g | awk '{ v[NR] = $1 }
-		END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+		END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN {

@@ -7,7 +7,10 @@
 #include "probe.h"
 #include "pvm.h"
 #include "serial.h"
+#include "test_blk.h"
+#include "test_balloon.h"
 #include "test_boot.h"
+#include "test_net.h"
 #include "test_outcomes.h"
 #include "test_rng.h"
 #include "test_virtio_bench.h"
@@ -58,10 +61,16 @@ void fw_main(uint32_t protocol, uint64_t info)
 		test_outcome(test, n); /* returns unless it is one of those */
 		if (n == 4 && !memcmp(test, "boot", 4))
 			err = test_boot(mode);
+		else if (n == 7 && !memcmp(test, "balloon", 7))
+			err = test_balloon();
 		else if (n == 3 && !memcmp(test, "rng", 3))
 			err = test_rng();
 		else if (n == 7 && !memcmp(test, "hostile", 7))
 			err = test_hostile();
+		else if (test_blk_known(test, n))
+			err = test_blk(test, n);
+		else if (test_net_known(test, n))
+			err = test_net(test, n);
 		else if (n == 12 && !memcmp(test, "virtio-bench", 12))
 			err = test_virtio_bench();
 		else

@@ -2,8 +2,8 @@
 # Install the Debian 12 packages minivmm builds and tests with; quiet no-op when all are present.
 set -e
 PKGS="build-essential pkg-config clang libclang-rt-14-dev lld clang-format libcriterion-dev libfdt-dev \
-libseccomp-dev libslirp-dev qemu-system-x86 iproute2 cpio busybox-static device-tree-compiler \
-procps util-linux"
+libseccomp-dev libslirp-dev liburing-dev qemu-system-x86 iproute2 cpio busybox-static device-tree-compiler \
+procps util-linux socat iputils-ping"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

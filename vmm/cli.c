@@ -272,6 +272,9 @@ void cli_usage(void)
 	    "                         where COM1 goes (default stdio; on a terminal, Ctrl-A x "
 	    "quits)\n"
 	    "\n"
+	    "Control:\n"
+	    "  --api-sock PATH        serve the JSON control socket at PATH (see minivmm ctl)\n"
+	    "\n"
 	    "Other:\n"
 	    "  --quiet                no informational messages on stderr\n"
 	    "  --help                 this text\n"
@@ -295,6 +298,7 @@ enum {
 	OPT_IO_PIN,
 	OPT_DUMP_DTB,
 	OPT_DTB,
+	OPT_API_SOCK,
 	OPT_QUIET,
 	OPT_HELP,
 	OPT_VERSION,
@@ -339,6 +343,7 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 	    {"io-pin", required_argument, NULL, OPT_IO_PIN},
 	    {"dump-dtb", required_argument, NULL, OPT_DUMP_DTB},
 	    {"dtb", no_argument, NULL, OPT_DTB},
+	    {"api-sock", required_argument, NULL, OPT_API_SOCK},
 	    {"quiet", no_argument, NULL, OPT_QUIET},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {"version", no_argument, NULL, OPT_VERSION},
@@ -449,6 +454,13 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 			break;
 		case OPT_DTB:
 			cfg->pass_dtb = true;
+			break;
+		case OPT_API_SOCK:
+			if (!*optarg) {
+				fail(err, errlen, "--api-sock needs a path%s", "");
+				return CLI_ERROR;
+			}
+			cfg->api_sock_path = optarg;
 			break;
 		case OPT_QUIET:
 			cfg->quiet = true;

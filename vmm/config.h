@@ -37,6 +37,7 @@ struct vm_config {
 	const char *console_path;
 	const char *dump_dtb_path; /* --dump-dtb */
 	bool pass_dtb;		   /* --dtb: hand the tree to the guest */
+	const char *api_sock_path; /* --api-sock: the control socket */
 	struct device_config devices[MAX_DEVICES];
 	int nr_devices;
 	bool io_pinned;

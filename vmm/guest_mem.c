@@ -12,6 +12,7 @@ static void layout(struct guest_mem *mem, uint8_t *backing, uint64_t ram_size)
 	memset(mem, 0, sizeof(*mem));
 	mem->mapping = backing;
 	mem->ram_size = ram_size;
+	mem->populate_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	uint64_t low = ram_size < MMIO_HOLE_START ? ram_size : MMIO_HOLE_START;
 	mem->regions[0] = (struct mem_region){.gpa = 0, .size = low, .hva = backing};
 	mem->nr_regions = 1;
@@ -66,11 +67,25 @@ int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate)
 
 void guest_mem_start_populate(struct guest_mem *mem)
 {
-	if (!mem->populate_pending)
-		return;
+	pthread_mutex_lock(&mem->populate_lock);
+	if (mem->populate_pending && !mem->populate_stop) {
+		mem->populate_pending = false;
+		if (pthread_create(&mem->populate_thread, NULL, populate_thread, mem) == 0)
+			mem->populating = true;
+	}
+	pthread_mutex_unlock(&mem->populate_lock);
+}
+
+void guest_mem_stop_populate(struct guest_mem *mem)
+{
+	pthread_mutex_lock(&mem->populate_lock);
+	mem->populate_stop = true;
 	mem->populate_pending = false;
-	if (pthread_create(&mem->populate_thread, NULL, populate_thread, mem) == 0)
-		mem->populating = true;
+	if (mem->populating) {
+		pthread_join(mem->populate_thread, NULL);
+		mem->populating = false;
+	}
+	pthread_mutex_unlock(&mem->populate_lock);
 }
 
 void guest_mem_init_with(struct guest_mem *mem, uint8_t *backing, uint64_t ram_size)
@@ -80,10 +95,7 @@ void guest_mem_init_with(struct guest_mem *mem, uint8_t *backing, uint64_t ram_s
 
 void guest_mem_destroy(struct guest_mem *mem)
 {
-	if (mem->populating) {
-		mem->populate_stop = true;
-		pthread_join(mem->populate_thread, NULL);
-	}
+	guest_mem_stop_populate(mem);
 	if (mem->mapping)
 		munmap(mem->mapping, mem->ram_size);
 	memset(mem, 0, sizeof(*mem));

@@ -29,6 +29,7 @@ struct guest_mem {
 	bool populate_pending;
 	bool populating;
 	volatile bool populate_stop;
+	pthread_mutex_t populate_lock; /* start vs. stop from different threads */
 };
 
 /* Lay out ram_size bytes and map them. With populate, every page is pre-faulted, by a background
@@ -39,6 +40,10 @@ int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate);
 /* Start the background pre-faulting asked for at init. Call it once the vCPU threads exist: it
  * competes with the boot for CPU and mmap_lock, and should not delay it. */
 void guest_mem_start_populate(struct guest_mem *mem);
+/* Stop the background pre-faulting (if running) and wait for it to finish, so that memory
+ * released later with MADV_DONTNEED (the balloon) is not faulted back in by it. Thread-safe; at
+ * most one chunk of work is waited for. Later guest_mem_start_populate calls do nothing. */
+void guest_mem_stop_populate(struct guest_mem *mem);
 /* Lay out regions over caller-provided host memory (used by unit tests). */
 void guest_mem_init_with(struct guest_mem *mem, uint8_t *backing, uint64_t ram_size);
 void guest_mem_destroy(struct guest_mem *mem);

@@ -8,12 +8,14 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "arch/x86/boot.h"
 #include "arch/x86/cpu.h"
 #include "arch/x86/layout.h"
 #include "devices/pci.h"
 #include "cli.h"
 #include "console.h"
+#include "ctl.h"
 #include "devices/debug_exit.h"
 #include "devices/i8042.h"
 #include "devices/rtc.h"
@@ -167,6 +169,8 @@ static void wait_for_stop(struct vm *vm, int sig_fd)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "ctl"))
+		return ctl_main(argc - 1, argv + 1); /* the control-socket client */
 	struct vm_config cfg;
 	char err[256];
 	switch (cli_parse(argc, argv, &cfg, err, sizeof(err))) {
@@ -195,6 +199,7 @@ int main(int argc, char **argv)
 	struct legacy_devices legacy;
 	struct console console;
 	struct boot_entry entry;
+	struct api_server *api = NULL;
 	int status = EXIT_USAGE;
 
 	/* The guest's command line: the user's, then entries announcing virtio-mmio devices. */
@@ -214,6 +219,7 @@ int main(int argc, char **argv)
 	vm.pci = &pci;
 	if (virtio_devices_create(&virtio, &vm, cmdline, CMDLINE_BUF_SIZE))
 		goto out_devices;
+	vm.virtio = &virtio;
 	if (load_guest(&vm, &cfg, cmdline, &virtio, &entry))
 		goto out_devices;
 	if (console_open(&console, &cfg))
@@ -227,6 +233,10 @@ int main(int argc, char **argv)
 	status = EXIT_VMM_ERROR;
 	if (vcpus_create(&vm, &entry) || console_start_input(&console))
 		goto out_vcpus;
+	if (cfg.api_sock_path && !(api = api_server_start(&vm, cfg.api_sock_path))) {
+		status = EXIT_USAGE;
+		goto out_vcpus;
+	}
 	if (event_loop_start(&vm.loop, cfg.io_pinned ? &cfg.io_pin_set : NULL))
 		goto out_vcpus;
 	log_io_thread(&vm);
@@ -239,6 +249,7 @@ out_vcpus:
 	vm_request_stop(&vm, status);
 	vcpus_stop(&vm);
 	event_loop_stop(&vm.loop);
+	api_server_stop(api);
 	virtio_devices_report(&virtio);
 	serial_destroy(&legacy.serial);
 out_console:

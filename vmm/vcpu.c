@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arch/x86/cpu.h"
@@ -19,6 +20,12 @@
 
 int vcpus_create(struct vm *vm, const struct boot_entry *entry)
 {
+	pthread_mutex_init(&vm->pause_lock, NULL);
+	pthread_condattr_t attr;
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&vm->pause_cond, &attr);
+	pthread_condattr_destroy(&attr);
 	for (int i = 0; i < vm->nr_vcpus; i++) {
 		struct vcpu *v = &vm->vcpus[i];
 		v->vm = vm;
@@ -119,6 +126,19 @@ static bool handle_exit(struct vcpu *v)
 	}
 }
 
+/* Wait outside KVM_RUN until resumed or the VM stops (vcpus_stop broadcasts). */
+static void park(struct vcpu *v)
+{
+	struct vm *vm = v->vm;
+	pthread_mutex_lock(&vm->pause_lock);
+	v->paused = true;
+	pthread_cond_broadcast(&vm->pause_cond); /* vcpus_pause waits for this */
+	while (vm->pause_requested && !vm_is_stopping(vm))
+		pthread_cond_wait(&vm->pause_cond, &vm->pause_lock);
+	v->paused = false;
+	pthread_mutex_unlock(&vm->pause_lock);
+}
+
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
@@ -134,6 +154,10 @@ static void *vcpu_thread(void *arg)
 	pthread_barrier_wait(&vm->start_barrier); /* main thread printed the table */
 
 	while (!vm_is_stopping(vm)) {
+		if (__atomic_load_n(&vm->pause_requested, __ATOMIC_SEQ_CST)) {
+			park(v);
+			continue; /* re-check stopping */
+		}
 		int rc = ioctl(v->fd, KVM_RUN, 0);
 		if (rc < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
@@ -189,8 +213,67 @@ int vcpus_start(struct vm *vm)
 	return 0;
 }
 
+static int count_paused(struct vm *vm)
+{
+	int n = 0;
+	for (int i = 0; i < vm->nr_vcpus; i++)
+		n += vm->vcpus[i].started && vm->vcpus[i].paused;
+	return n;
+}
+
+int vcpus_pause(struct vm *vm, unsigned timeout_ms)
+{
+	pthread_mutex_lock(&vm->pause_lock);
+	/* Set before immediate_exit: a vCPU that clears immediate_exit after an EINTR then sees
+	 * pause_requested on its next loop check. */
+	__atomic_store_n(&vm->pause_requested, true, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+		if (!v->started || v->paused)
+			continue;
+		if (v->run)
+			__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		pthread_kill(v->thread, SIG_VCPU_KICK);
+	}
+	struct timespec deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	int n;
+	while ((n = count_paused(vm)) < vm->nr_vcpus && !vm_is_stopping(vm))
+		if (pthread_cond_timedwait(&vm->pause_cond, &vm->pause_lock, &deadline))
+			break;
+	n = count_paused(vm);
+	pthread_mutex_unlock(&vm->pause_lock);
+	return n;
+}
+
+void vcpus_resume(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->pause_lock);
+	__atomic_store_n(&vm->pause_requested, false, __ATOMIC_SEQ_CST);
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->pause_lock);
+}
+
+bool vcpu_is_paused(struct vm *vm, int i)
+{
+	pthread_mutex_lock(&vm->pause_lock);
+	bool p = vm->vcpus[i].paused;
+	pthread_mutex_unlock(&vm->pause_lock);
+	return p;
+}
+
 void vcpus_stop(struct vm *vm)
 {
+	/* Parked vCPUs see the stop request once woken. */
+	pthread_mutex_lock(&vm->pause_lock);
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->pause_lock);
 	for (int i = 0; i < vm->nr_vcpus; i++) {
 		struct vcpu *v = &vm->vcpus[i];
 		if (!v->started)

@@ -9,7 +9,13 @@ int vcpus_create(struct vm *vm, const struct boot_entry *entry);
 /* Start the threads, wait until each has applied its pinning, print the thread table, then
  * let them run. Returns 0 or -1 (logged). */
 int vcpus_start(struct vm *vm);
-/* Kick every vCPU out of KVM_RUN and join the threads. */
+/* Ask every vCPU to leave KVM_RUN and park until vcpus_resume; waits up to timeout_ms for them
+ * to park. Returns the number of vCPUs parked. Callable from any thread but a vCPU's. */
+int vcpus_pause(struct vm *vm, unsigned timeout_ms);
+void vcpus_resume(struct vm *vm);
+/* Is vCPU i parked? */
+bool vcpu_is_paused(struct vm *vm, int i);
+/* Kick every vCPU out of KVM_RUN and join the threads (paused ones too). */
 void vcpus_stop(struct vm *vm);
 
 #endif

@@ -17,6 +17,7 @@ struct pci_bus;
 struct serial;
 struct console;
 struct gsi_routing;
+struct virtio_devices;
 
 /* Exit statuses for guest outcomes; documented in README.md and --help. */
 #define EXIT_GUEST_RESET    0
@@ -33,6 +34,7 @@ struct vcpu {
 	pthread_t thread;
 	pid_t tid;
 	bool started;
+	bool paused; /* parked outside KVM_RUN (vcpus_pause); guarded by vm->pause_lock */
 };
 
 struct vm {
@@ -51,12 +53,19 @@ struct vm {
 	struct gsi_routing *gsi_routing; /* KVM's GSI routing table (vmm/gsi_routing.h), owned */
 	struct serial *serial;
 	struct console *console;
+	struct virtio_devices *virtio; /* the VM's virtio devices (control socket status) */
 
 	/* The first guest outcome wins; the main thread waits on stop_fd (an eventfd). */
 	pthread_mutex_t stop_lock;
 	bool stopping;
 	int exit_status;
 	int stop_fd;
+
+	/* Pause/resume from the control socket (vcpu.c): vCPU threads park on pause_cond while
+	 * pause_requested is set; set up by vcpus_create. */
+	pthread_mutex_t pause_lock;
+	pthread_cond_t pause_cond;
+	bool pause_requested;
 
 	/* vCPU threads wait here until the main thread has printed the thread table. */
 	pthread_barrier_t start_barrier;

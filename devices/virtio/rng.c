@@ -45,7 +45,8 @@ static void process_queue(struct virtio_rng *rng)
 	struct virtqueue *vq = &dev->vqs[0];
 	char err[160];
 	bool pushed = false;
-	for (unsigned n = 0; n < vq->size; n++) {
+	unsigned n = 0;
+	for (; n < vq->size; n++) {
 		int rc = virtqueue_pop(vq, rng->elem, err, sizeof(err));
 		if (rc < 0) {
 			virtio_dev_mark_broken(dev, err);
@@ -62,7 +63,9 @@ static void process_queue(struct virtio_rng *rng)
 	}
 	if (pushed)
 		virtio_dev_notify_used(dev, 0);
-	if (virtqueue_has_work(vq))
+	/* Out of budget: come back even if the ring looks empty now, because only a pop that
+	 * finds it empty re-arms the driver's kicks (EVENT_IDX). */
+	if (n == vq->size || virtqueue_has_work(vq))
 		bottom_half_schedule(dev->loop, &rng->more);
 }
 

@@ -1,0 +1,464 @@
+#include "slirp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <slirp/libslirp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+#include "vmm/event_loop.h"
+#include "vmm/log.h"
+
+#define RXQ_FRAMES  256 /* frames slirp produced that the guest has not taken yet */
+#define FRAME_MAX   (NET_HDR_LEN + 65536)
+#define MAX_POLLFDS 256
+#define MAX_TIMERS  16
+
+struct slirp_timer {
+	bool used, armed;
+	int64_t expire_ms;
+	SlirpTimerId id;
+	void *cb_opaque;
+};
+
+struct watched_fd {
+	struct event_source src;
+	struct slirp_be *owner;
+	int fd;
+	uint32_t events;
+	bool seen; /* still in slirp's poll set after the last refresh */
+};
+
+struct slirp_be {
+	struct net_backend be;
+	Slirp *slirp;
+	/* Frames towards the guest: a ring of malloc'd frames with the header in front. */
+	uint8_t *rxq[RXQ_FRAMES];
+	size_t rxq_len[RXQ_FRAMES];
+	unsigned rxq_head, rxq_count;
+	bool rx_enabled;
+	struct bottom_half rx_bh, refresh_bh;
+	/* slirp's poll set, mirrored into epoll. */
+	struct pollfd pfds[MAX_POLLFDS];
+	int npfds;
+	struct watched_fd watched[MAX_POLLFDS];
+	struct event_timer poll_timer; /* slirp's poll timeout and its own timers */
+	struct slirp_timer timers[MAX_TIMERS];
+	uint8_t tx_buf[FRAME_MAX];
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- frames from slirp towards the guest ---- */
+
+static ssize_t send_packet(const void *buf, size_t len, void *opaque)
+{
+	struct slirp_be *s = opaque;
+	if (len + NET_HDR_LEN > FRAME_MAX || s->rxq_count == RXQ_FRAMES)
+		return (ssize_t)len; /* dropped: TCP retransmits, as libslirp allows */
+	uint8_t *f = malloc(len + NET_HDR_LEN);
+	if (!f)
+		return (ssize_t)len;
+	memset(f, 0, NET_HDR_LEN); /* no offloads from slirp */
+	memcpy(f + NET_HDR_LEN, buf, len);
+	unsigned slot = (s->rxq_head + s->rxq_count) % RXQ_FRAMES;
+	s->rxq[slot] = f;
+	s->rxq_len[slot] = len + NET_HDR_LEN;
+	s->rxq_count++;
+	if (s->rx_enabled)
+		bottom_half_schedule(s->be.loop, &s->rx_bh);
+	return (ssize_t)len;
+}
+
+static void rx_bh_run(void *opaque)
+{
+	struct slirp_be *s = opaque;
+	if (s->rx_enabled && s->rxq_count && s->be.client.rx_ready)
+		s->be.client.rx_ready(s->be.client.opaque);
+}
+
+static ssize_t slirp_recv(struct net_backend *be, uint8_t *buf, size_t len)
+{
+	struct slirp_be *s = (struct slirp_be *)be;
+	if (!s->rxq_count)
+		return 0;
+	unsigned slot = s->rxq_head;
+	size_t n = s->rxq_len[slot] < len ? s->rxq_len[slot] : len;
+	memcpy(buf, s->rxq[slot], n);
+	free(s->rxq[slot]);
+	s->rxq_head = (s->rxq_head + 1) % RXQ_FRAMES;
+	s->rxq_count--;
+	return (ssize_t)n;
+}
+
+static void slirp_set_rx_enabled(struct net_backend *be, bool enabled)
+{
+	struct slirp_be *s = (struct slirp_be *)be;
+	s->rx_enabled = enabled;
+	if (enabled && s->rxq_count)
+		bottom_half_schedule(s->be.loop, &s->rx_bh);
+}
+
+/* ---- polling slirp's sockets from our epoll loop ---- */
+
+static int add_poll(int fd, int events, void *opaque)
+{
+	struct slirp_be *s = opaque;
+	if (s->npfds == MAX_POLLFDS)
+		return -1;
+	short ev = 0;
+	if (events & SLIRP_POLL_IN)
+		ev |= POLLIN;
+	if (events & SLIRP_POLL_OUT)
+		ev |= POLLOUT;
+	if (events & SLIRP_POLL_PRI)
+		ev |= POLLPRI;
+	s->pfds[s->npfds] = (struct pollfd){.fd = fd, .events = ev};
+	return s->npfds++;
+}
+
+static int get_revents(int idx, void *opaque)
+{
+	struct slirp_be *s = opaque;
+	if (idx < 0 || idx >= s->npfds)
+		return 0;
+	short r = s->pfds[idx].revents;
+	int out = 0;
+	if (r & POLLIN)
+		out |= SLIRP_POLL_IN;
+	if (r & POLLOUT)
+		out |= SLIRP_POLL_OUT;
+	if (r & POLLPRI)
+		out |= SLIRP_POLL_PRI;
+	if (r & POLLERR)
+		out |= SLIRP_POLL_ERR;
+	if (r & POLLHUP)
+		out |= SLIRP_POLL_HUP;
+	return out;
+}
+
+static void service(struct slirp_be *s);
+
+static void fd_event(void *opaque, uint32_t events)
+{
+	(void)events;
+	service(((struct watched_fd *)opaque)->owner);
+}
+
+static void arm_poll_timer(struct slirp_be *s, uint32_t timeout_ms)
+{
+	int64_t now_ms = now_ns() / 1000000;
+	int64_t deadline = timeout_ms == UINT32_MAX ? INT64_MAX : now_ms + timeout_ms;
+	for (int i = 0; i < MAX_TIMERS; i++)
+		if (s->timers[i].used && s->timers[i].armed && s->timers[i].expire_ms < deadline)
+			deadline = s->timers[i].expire_ms;
+	if (deadline == INT64_MAX)
+		event_timer_cancel(&s->poll_timer);
+	else
+		event_timer_arm(&s->poll_timer,
+				(uint64_t)(deadline > now_ms ? deadline - now_ms : 0) * 1000000ULL);
+}
+
+/* Rebuild slirp's poll set and make epoll watch exactly those fds. */
+static void refresh(struct slirp_be *s)
+{
+	uint32_t timeout = UINT32_MAX;
+	s->npfds = 0;
+	slirp_pollfds_fill(s->slirp, &timeout, add_poll, s);
+	for (int w = 0; w < MAX_POLLFDS; w++)
+		s->watched[w].seen = false;
+	for (int i = 0; i < s->npfds; i++) {
+		uint32_t ev = ((s->pfds[i].events & POLLIN) ? EPOLLIN : 0) |
+			      ((s->pfds[i].events & POLLOUT) ? EPOLLOUT : 0) |
+			      ((s->pfds[i].events & POLLPRI) ? EPOLLPRI : 0);
+		int free_slot = -1, w;
+		for (w = 0; w < MAX_POLLFDS; w++) {
+			if (s->watched[w].owner && s->watched[w].fd == s->pfds[i].fd)
+				break;
+			if (!s->watched[w].owner && free_slot < 0)
+				free_slot = w;
+		}
+		if (w < MAX_POLLFDS) {
+			if (s->watched[w].events != ev)
+				event_loop_mod_fd(s->be.loop, &s->watched[w].src, ev);
+		} else if (free_slot >= 0) {
+			w = free_slot;
+			s->watched[w].owner = s;
+			s->watched[w].fd = s->pfds[i].fd;
+			if (event_loop_add_fd(s->be.loop, &s->watched[w].src, s->pfds[i].fd, ev,
+					      fd_event, &s->watched[w])) {
+				s->watched[w].owner = NULL;
+				continue;
+			}
+		} else {
+			continue;
+		}
+		s->watched[w].events = ev;
+		s->watched[w].seen = true;
+	}
+	for (int w = 0; w < MAX_POLLFDS; w++) {
+		if (s->watched[w].owner && !s->watched[w].seen) {
+			event_loop_del_fd(s->be.loop, &s->watched[w].src);
+			s->watched[w].owner = NULL;
+		}
+	}
+	arm_poll_timer(s, timeout);
+}
+
+static void run_timers(struct slirp_be *s)
+{
+	int64_t now_ms = now_ns() / 1000000;
+	for (int i = 0; i < MAX_TIMERS; i++) {
+		struct slirp_timer *t = &s->timers[i];
+		if (t->used && t->armed && t->expire_ms <= now_ms) {
+			t->armed = false;
+			slirp_handle_timer(s->slirp, t->id, t->cb_opaque);
+		}
+	}
+}
+
+/* Let slirp look at its sockets and timers, then rebuild the poll set. */
+static void service(struct slirp_be *s)
+{
+	int n = poll(s->pfds, (nfds_t)s->npfds, 0);
+	slirp_pollfds_poll(s->slirp, n < 0, get_revents, s);
+	run_timers(s);
+	refresh(s);
+}
+
+static void poll_timer_run(void *opaque)
+{
+	service(opaque);
+}
+
+static void refresh_bh_run(void *opaque)
+{
+	service(opaque);
+}
+
+/* ---- libslirp callbacks ---- */
+
+static void guest_error(const char *msg, void *opaque)
+{
+	(void)opaque;
+	log_warn("user-mode network: guest error: %s", msg);
+}
+
+static int64_t clock_get_ns(void *opaque)
+{
+	(void)opaque;
+	return now_ns();
+}
+
+static void *timer_new_opaque(SlirpTimerId id, void *cb_opaque, void *opaque)
+{
+	struct slirp_be *s = opaque;
+	for (int i = 0; i < MAX_TIMERS; i++) {
+		if (!s->timers[i].used) {
+			s->timers[i] =
+			    (struct slirp_timer){.used = true, .id = id, .cb_opaque = cb_opaque};
+			return &s->timers[i];
+		}
+	}
+	log_error("user-mode network: out of timers");
+	return NULL;
+}
+
+static void timer_free(void *timer, void *opaque)
+{
+	(void)opaque;
+	if (timer)
+		((struct slirp_timer *)timer)->used = false;
+}
+
+static void timer_mod(void *timer, int64_t expire_ms, void *opaque)
+{
+	struct slirp_be *s = opaque;
+	struct slirp_timer *t = timer;
+	if (!t)
+		return;
+	t->expire_ms = expire_ms;
+	t->armed = true;
+	bottom_half_schedule(s->be.loop, &s->refresh_bh);
+}
+
+static void register_poll_fd(int fd, void *opaque)
+{
+	(void)fd;
+	(void)opaque; /* the poll set is rebuilt from slirp_pollfds_fill */
+}
+
+static void notify(void *opaque)
+{
+	struct slirp_be *s = opaque;
+	bottom_half_schedule(s->be.loop, &s->refresh_bh);
+}
+
+static const SlirpCb callbacks = {
+    .send_packet = send_packet,
+    .guest_error = guest_error,
+    .clock_get_ns = clock_get_ns,
+    .timer_free = timer_free,
+    .timer_mod = timer_mod,
+    .register_poll_fd = register_poll_fd,
+    .unregister_poll_fd = register_poll_fd,
+    .notify = notify,
+    .timer_new_opaque = timer_new_opaque,
+};
+
+/* ---- backend operations ---- */
+
+static int slirp_send(struct net_backend *be, const struct iovec *iov, int iovcnt)
+{
+	struct slirp_be *s = (struct slirp_be *)be;
+	size_t len = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		if (iov[i].iov_len > sizeof(s->tx_buf) - len)
+			return -EMSGSIZE;
+		memcpy(s->tx_buf + len, iov[i].iov_base, iov[i].iov_len);
+		len += iov[i].iov_len;
+	}
+	if (len <= NET_HDR_LEN)
+		return -EINVAL;
+	slirp_input(s->slirp, s->tx_buf + NET_HDR_LEN, (int)(len - NET_HDR_LEN));
+	bottom_half_schedule(s->be.loop, &s->refresh_bh);
+	return 0;
+}
+
+static void slirp_offloads_supported(struct net_backend *be, struct net_offloads *out)
+{
+	(void)be;
+	memset(out, 0, sizeof(*out)); /* slirp wants whole, checksummed frames */
+}
+
+static int slirp_set_rx_offloads(struct net_backend *be, const struct net_offloads *o)
+{
+	(void)be;
+	(void)o;
+	return 0;
+}
+
+static void slirp_destroy(struct net_backend *be)
+{
+	struct slirp_be *s = (struct slirp_be *)be;
+	for (int w = 0; w < MAX_POLLFDS; w++)
+		if (s->watched[w].owner)
+			event_loop_del_fd(s->be.loop, &s->watched[w].src);
+	event_timer_destroy(s->be.loop, &s->poll_timer);
+	slirp_cleanup(s->slirp);
+	while (s->rxq_count) {
+		free(s->rxq[s->rxq_head]);
+		s->rxq_head = (s->rxq_head + 1) % RXQ_FRAMES;
+		s->rxq_count--;
+	}
+	free(s);
+}
+
+static const struct net_backend_ops slirp_ops = {
+    .name = "user",
+    .send = slirp_send,
+    .recv = slirp_recv,
+    .offloads_supported = slirp_offloads_supported,
+    .set_rx_offloads = slirp_set_rx_offloads,
+    .set_rx_enabled = slirp_set_rx_enabled,
+    .destroy = slirp_destroy,
+};
+
+/* "tcp::8080-:80", "udp:127.0.0.1:9000-:9000": protocol, optional host address, ports. */
+static int parse_hostfwd(const char *rule, bool *udp, struct in_addr *host, int *host_port,
+			 int *guest_port)
+{
+	char proto[8], addr[64] = "";
+	int hp, gp, used = 0;
+	if (sscanf(rule, "%7[a-z]:%63[0-9.]:%d-:%d%n", proto, addr, &hp, &gp, &used) != 4 &&
+	    sscanf(rule, "%7[a-z]::%d-:%d%n", proto, &hp, &gp, &used) != 3)
+		return -1;
+	if ((size_t)used != strlen(rule) || hp < 1 || hp > 65535 || gp < 1 || gp > 65535)
+		return -1;
+	if (!strcmp(proto, "udp"))
+		*udp = true;
+	else if (!strcmp(proto, "tcp"))
+		*udp = false;
+	else
+		return -1;
+	host->s_addr = htonl(INADDR_ANY);
+	if (addr[0] && inet_pton(AF_INET, addr, host) != 1)
+		return -1;
+	*host_port = hp;
+	*guest_port = gp;
+	return 0;
+}
+
+int slirp_validate(const struct net_config *cfg, char *err, size_t errlen)
+{
+	for (int i = 0; i < cfg->nr_hostfwd; i++) {
+		bool udp;
+		struct in_addr a;
+		int hp, gp;
+		if (parse_hostfwd(cfg->hostfwd[i], &udp, &a, &hp, &gp)) {
+			snprintf(err, errlen,
+				 "--net: invalid hostfwd '%s' (expected tcp|udp:[ADDR]:HOSTPORT-:"
+				 "GUESTPORT)",
+				 cfg->hostfwd[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+struct net_backend *slirp_backend_open(const struct net_config *cfg, struct event_loop *loop,
+				       const struct net_backend_client *client, char *err,
+				       size_t errlen)
+{
+	struct slirp_be *s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->be.ops = &slirp_ops;
+	s->be.client = *client;
+	s->be.loop = loop;
+	bottom_half_init(&s->rx_bh, rx_bh_run, s);
+	bottom_half_init(&s->refresh_bh, refresh_bh_run, s);
+	if (event_timer_init(loop, &s->poll_timer, poll_timer_run, s)) {
+		snprintf(err, errlen, "cannot create a timer");
+		free(s);
+		return NULL;
+	}
+	SlirpConfig sc = {.version = 4, .in_enabled = true, .if_mtu = 1500, .if_mru = 1500};
+	inet_pton(AF_INET, "10.0.2.0", &sc.vnetwork);
+	inet_pton(AF_INET, "255.255.255.0", &sc.vnetmask);
+	inet_pton(AF_INET, "10.0.2.2", &sc.vhost);
+	inet_pton(AF_INET, "10.0.2.15", &sc.vdhcp_start);
+	inet_pton(AF_INET, "10.0.2.3", &sc.vnameserver);
+	s->slirp = slirp_new(&sc, &callbacks, s);
+	if (!s->slirp) {
+		snprintf(err, errlen, "libslirp could not start");
+		event_timer_destroy(loop, &s->poll_timer);
+		free(s);
+		return NULL;
+	}
+	for (int i = 0; i < cfg->nr_hostfwd; i++) {
+		bool udp;
+		struct in_addr host, guest;
+		int hp, gp;
+		inet_pton(AF_INET, "10.0.2.15", &guest);
+		if (parse_hostfwd(cfg->hostfwd[i], &udp, &host, &hp, &gp) ||
+		    slirp_add_hostfwd(s->slirp, udp, host, hp, guest, gp) < 0) {
+			snprintf(err, errlen, "cannot forward %s (port in use?)", cfg->hostfwd[i]);
+			slirp_destroy(&s->be);
+			return NULL;
+		}
+	}
+	refresh(s);
+	return &s->be;
+}

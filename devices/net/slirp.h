@@ -1,0 +1,17 @@
+/* The user-mode backend: libslirp's TCP/IP stack on the I/O thread, no privileges needed.
+ * Guest network 10.0.2.0/24, gateway and DNS 10.0.2.2, guest 10.0.2.15 (as QEMU's). */
+#ifndef MINIVMM_NET_SLIRP_H
+#define MINIVMM_NET_SLIRP_H
+
+#include <stddef.h>
+
+#include "devices/net/backend.h"
+#include "devices/virtio/net.h"
+
+/* Check hostfwd= rules at command-line time. */
+int slirp_validate(const struct net_config *cfg, char *err, size_t errlen);
+struct net_backend *slirp_backend_open(const struct net_config *cfg, struct event_loop *loop,
+				       const struct net_backend_client *client, char *err,
+				       size_t errlen);
+
+#endif

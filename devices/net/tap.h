@@ -1,0 +1,15 @@
+/* The tap backend: a Linux tap device with IFF_VNET_HDR, read and written on the I/O thread. */
+#ifndef MINIVMM_NET_TAP_H
+#define MINIVMM_NET_TAP_H
+
+#include <stddef.h>
+
+#include "devices/net/backend.h"
+
+/* Open tap NAME (creating it when it does not exist and we may). Returns NULL with a one-line
+ * reason in err. The client's callbacks run on loop. */
+struct net_backend *tap_backend_open(const char *name, struct event_loop *loop,
+				     const struct net_backend_client *client, char *err,
+				     size_t errlen);
+
+#endif

@@ -1,0 +1,471 @@
+#include "balloon.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "vmm/device_registry.h"
+#include "vmm/event_loop.h"
+#include "vmm/log.h"
+#include "vmm/options.h"
+#include "vmm/virtio_devices.h"
+#include "vmm/vm.h"
+
+#define BALLOON_QUEUE_SIZE 256
+#define Q_INFLATE	   0
+#define Q_DEFLATE	   1
+#define Q_STATS		   2
+#define Q_REPORTING	   3 /* FREE_PAGE_HINT is never offered, so reporting comes next */
+
+#define CONFIG_NUM_PAGES 0
+#define CONFIG_ACTUAL	 4
+#define CONFIG_SIZE	 8
+
+/* Fresh statistics are asked for this often while the driver answers. */
+#define STATS_INTERVAL_NS 1000000000ULL
+#define STAT_ENTRY_SIZE	  10 /* le16 tag, le64 value, packed */
+
+struct virtio_balloon {
+	struct virtio_dev *dev;
+	struct guest_mem *mem;
+	struct virtq_elem *elem;
+	struct bottom_half more; /* continue a long ring drain */
+	struct event_timer stats_timer;
+	bool stats_timer_ok;
+	bool reporting;
+	/* Queue state: I/O thread, under dev->lock. */
+	bool stats_held; /* the driver's stats buffer is with us (stats_head) */
+	uint16_t stats_head;
+	bool warned_madvise;
+	/* Everything below: under lock (config accesses come from vCPU threads). */
+	pthread_mutex_t lock;
+	uint32_t num_pages, actual;
+	uint8_t *inflated; /* bitmap, one bit per 4 KiB page of guest RAM (host offset) */
+	uint64_t nr_pages;
+	struct balloon_info info;
+};
+
+static const char *const stat_names[BALLOON_NR_STATS] = {
+    "swap-in",	    "swap-out",		"major-faults", "minor-faults",	       "free-memory",
+    "total-memory", "available-memory", "disk-caches",	"hugetlb-allocations", "hugetlb-failures",
+};
+
+const char *virtio_balloon_stat_name(unsigned tag)
+{
+	return tag < BALLOON_NR_STATS ? stat_names[tag] : NULL;
+}
+
+/* ---- inflate, deflate, reporting: I/O thread, dev->lock held ---- */
+
+static void release(struct virtio_balloon *b, uint8_t *start, size_t len)
+{
+	/* Anonymous private memory: DONTNEED frees it now and it refaults as zeros. (A file or
+	 * shmem backing would need MADV_REMOVE to free the backing store as well.) */
+	if (len && madvise(start, len, MADV_DONTNEED) < 0 && !b->warned_madvise) {
+		b->warned_madvise = true;
+		log_warn("%s: madvise(MADV_DONTNEED): %s", b->dev->label, strerror(errno));
+	}
+}
+
+/* Per-page work on a batch of PFNs; adjacent pages are released as one range. */
+struct pfn_batch {
+	uint8_t *start;
+	size_t len;
+};
+
+static void pfn_one(struct virtio_balloon *b, uint32_t pfn, bool inflate, struct pfn_batch *r)
+{
+	uint8_t *p = guest_mem_ptr(b->mem, (uint64_t)pfn * BALLOON_PAGE_SIZE, BALLOON_PAGE_SIZE);
+	pthread_mutex_lock(&b->lock);
+	if (inflate)
+		b->info.inflate_pfns++;
+	else
+		b->info.deflate_pfns++;
+	if (!p) {
+		b->info.invalid_pfns++;
+		pthread_mutex_unlock(&b->lock);
+		return;
+	}
+	uint64_t page = (uint64_t)(p - b->mem->mapping) / BALLOON_PAGE_SIZE;
+	uint8_t bit = (uint8_t)(1u << (page % 8));
+	bool was = b->inflated[page / 8] & bit;
+	if (inflate && !was) {
+		b->inflated[page / 8] |= bit;
+		b->info.inflated_pages++;
+	} else if (!inflate && was) {
+		b->inflated[page / 8] &= (uint8_t)~bit;
+		b->info.inflated_pages--;
+	}
+	pthread_mutex_unlock(&b->lock);
+	/* Released again even if already inflated: harmless, and the guest may have touched it. */
+	if (!inflate)
+		return;
+	if (r->start && r->start + r->len == p) {
+		r->len += BALLOON_PAGE_SIZE;
+		return;
+	}
+	release(b, r->start, r->len);
+	r->start = p;
+	r->len = BALLOON_PAGE_SIZE;
+}
+
+/* One inflate or deflate buffer: an array of le32 PFNs, possibly split across descriptors. */
+static int pfn_buffer(struct virtio_balloon *b, bool inflate)
+{
+	struct virtq_elem *e = b->elem;
+	if (e->out_len % 4)
+		return -1;
+	struct pfn_batch r = {0};
+	uint8_t part[4];
+	unsigned have = 0;
+	for (unsigned i = 0; i < e->out_num; i++) {
+		const uint8_t *s = e->out[i].iov_base;
+		for (size_t k = 0; k < e->out[i].iov_len; k++) {
+			part[have++] = s[k];
+			if (have < 4)
+				continue;
+			have = 0;
+			uint32_t pfn = (uint32_t)part[0] | (uint32_t)part[1] << 8 |
+				       (uint32_t)part[2] << 16 | (uint32_t)part[3] << 24;
+			pfn_one(b, pfn, inflate, &r);
+		}
+	}
+	release(b, r.start, r.len);
+	return 0;
+}
+
+/* Free page reporting: every buffer is a free range of guest RAM (already checked to lie in
+ * RAM by virtqueue_pop); release the whole pages inside it. */
+static void report_buffer(struct virtio_balloon *b)
+{
+	struct virtq_elem *e = b->elem;
+	for (unsigned k = 0; k < e->in_num + e->out_num; k++) {
+		const struct iovec *iov = k < e->in_num ? &e->in[k] : &e->out[k - e->in_num];
+		uintptr_t s = (uintptr_t)iov->iov_base, end = s + iov->iov_len;
+		uintptr_t lo = (s + BALLOON_PAGE_SIZE - 1) & ~(uintptr_t)(BALLOON_PAGE_SIZE - 1);
+		uintptr_t hi = end & ~(uintptr_t)(BALLOON_PAGE_SIZE - 1);
+		if (hi <= lo)
+			continue;
+		release(b, (uint8_t *)lo, hi - lo);
+		pthread_mutex_lock(&b->lock);
+		b->info.reported_bytes += hi - lo;
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
+/* Statistics: keep the latest values; hold the buffer until we want fresh ones. */
+static void stats_buffer(struct virtio_balloon *b)
+{
+	struct virtq_elem *e = b->elem;
+	uint8_t entry[STAT_ENTRY_SIZE];
+	unsigned have = 0;
+	pthread_mutex_lock(&b->lock);
+	for (unsigned i = 0; i < e->out_num; i++) {
+		const uint8_t *s = e->out[i].iov_base;
+		for (size_t k = 0; k < e->out[i].iov_len; k++) {
+			entry[have++] = s[k];
+			if (have < STAT_ENTRY_SIZE)
+				continue;
+			have = 0;
+			unsigned tag = (unsigned)entry[0] | (unsigned)entry[1] << 8;
+			uint64_t val = 0;
+			for (int j = 7; j >= 0; j--)
+				val = val << 8 | entry[2 + j];
+			if (tag < BALLOON_NR_STATS) { /* unknown tags are ignored (5.5.6.3) */
+				b->info.stats[tag] = val;
+				b->info.stats_valid |= 1u << tag;
+			}
+		}
+	}
+	b->info.stats_updates++;
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* Serve at most one ring's worth per queue per call; a bottom half continues. */
+static void process(struct virtio_balloon *b, int q)
+{
+	struct virtio_dev *dev = b->dev;
+	struct virtqueue *vq = &dev->vqs[q];
+	char err[160];
+	bool pushed = false;
+	if (q != Q_DEFLATE)
+		guest_mem_stop_populate(b->mem); /* never fault released pages back in */
+	for (unsigned n = 0; n < vq->size; n++) {
+		if (q == Q_STATS && b->stats_held)
+			break; /* the driver has one stats buffer in flight at a time */
+		int rc = virtqueue_pop(vq, b->elem, err, sizeof(err));
+		if (rc < 0) {
+			virtio_dev_mark_broken(dev, err);
+			return;
+		}
+		if (rc == 0)
+			break;
+		if (q == Q_STATS) {
+			stats_buffer(b);
+			b->stats_held = true;
+			b->stats_head = b->elem->head;
+			if (b->stats_timer_ok)
+				event_timer_arm(&b->stats_timer, STATS_INTERVAL_NS);
+			continue;
+		}
+		if (q == Q_REPORTING) {
+			report_buffer(b);
+		} else if (pfn_buffer(b, q == Q_INFLATE)) {
+			virtio_dev_mark_broken(dev,
+					       "balloon PFN buffer is not a multiple of 4 bytes");
+			return;
+		}
+		virtqueue_push(vq, b->elem->head, 0);
+		pushed = true;
+	}
+	if (pushed)
+		virtio_dev_notify_used(dev, q);
+	if (virtqueue_has_work(vq) && !(q == Q_STATS && b->stats_held))
+		bottom_half_schedule(dev->loop, &b->more);
+}
+
+static void queue_notify(struct virtio_dev *dev, int q)
+{
+	struct virtio_balloon *b = dev->priv;
+	if (q >= 0 && q < dev->ops->nr_queues)
+		process(b, q);
+}
+
+static bool live(struct virtio_dev *dev)
+{
+	return !dev->broken && (dev->status & VIRTIO_STATUS_DRIVER_OK);
+}
+
+static void continue_drain(void *opaque)
+{
+	struct virtio_balloon *b = opaque;
+	struct virtio_dev *dev = b->dev;
+	pthread_mutex_lock(&dev->lock);
+	for (int q = 0; q < dev->ops->nr_queues && live(dev); q++)
+		if (dev->vqs[q].desc)
+			process(b, q);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void virtio_balloon_request_stats(struct virtio_balloon *b)
+{
+	struct virtio_dev *dev = b->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (b->stats_held && live(dev) && dev->vqs[Q_STATS].desc) {
+		b->stats_held = false;
+		virtqueue_push(&dev->vqs[Q_STATS], b->stats_head, 0);
+		virtio_dev_notify_used(dev, Q_STATS);
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+static void stats_tick(void *opaque)
+{
+	virtio_balloon_request_stats(opaque);
+}
+
+/* ---- config space and lifecycle ---- */
+
+static void read_config(struct virtio_dev *dev, uint32_t offset, uint8_t *data, uint32_t len)
+{
+	struct virtio_balloon *b = dev->priv;
+	uint8_t cfg[CONFIG_SIZE];
+	pthread_mutex_lock(&b->lock);
+	for (int i = 0; i < 4; i++) {
+		cfg[CONFIG_NUM_PAGES + i] = (uint8_t)(b->num_pages >> (8 * i));
+		cfg[CONFIG_ACTUAL + i] = (uint8_t)(b->actual >> (8 * i));
+	}
+	pthread_mutex_unlock(&b->lock);
+	memcpy(data, cfg + offset, len); /* offset + len <= CONFIG_SIZE: checked by the transport */
+}
+
+static void write_config(struct virtio_dev *dev, uint32_t offset, const uint8_t *data, uint32_t len)
+{
+	struct virtio_balloon *b = dev->priv;
+	/* Only `actual` belongs to the driver; bytes of num_pages are ignored. */
+	pthread_mutex_lock(&b->lock);
+	for (uint32_t i = 0; i < len; i++) {
+		uint32_t at = offset + i;
+		if (at < CONFIG_ACTUAL || at >= CONFIG_ACTUAL + 4)
+			continue;
+		unsigned shift = 8 * (at - CONFIG_ACTUAL);
+		b->actual = (b->actual & ~(0xffu << shift)) | (uint32_t)data[i] << shift;
+	}
+	b->info.actual_pages = b->actual;
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* Driver reset (vCPU thread, dev->lock held): the balloon is empty again, from the guest's
+ * point of view; released pages simply refault as zeros. */
+static void reset(struct virtio_dev *dev)
+{
+	struct virtio_balloon *b = dev->priv;
+	b->stats_held = false;
+	pthread_mutex_lock(&b->lock);
+	b->actual = 0;
+	b->info.actual_pages = 0;
+	b->info.inflated_pages = 0;
+	memset(b->inflated, 0, (size_t)((b->nr_pages + 7) / 8));
+	pthread_mutex_unlock(&b->lock);
+}
+
+#define RING_FEATURES ((1ULL << VIRTIO_RING_F_EVENT_IDX) | (1ULL << VIRTIO_RING_F_INDIRECT_DESC))
+
+#define BALLOON_OPS(nq, extra)                                                                     \
+	{                                                                                          \
+		.name = "virtio-balloon", .device_id = VIRTIO_ID_BALLOON, .nr_queues = (nq),       \
+		.max_queue_size = BALLOON_QUEUE_SIZE,                                              \
+		.features = RING_FEATURES | 1ULL << VIRTIO_BALLOON_F_STATS_VQ | (extra),           \
+		.config_size = CONFIG_SIZE, .read_config = read_config,                            \
+		.write_config = write_config, .reset = reset, .queue_notify = queue_notify,        \
+	}
+
+#define OOM (1ULL << VIRTIO_BALLOON_F_DEFLATE_ON_OOM)
+#define REP (1ULL << VIRTIO_BALLOON_F_REPORTING)
+
+/* [reporting][deflate_on_oom]: the reporting queue exists only when offered. */
+static const struct virtio_device_ops balloon_ops[2][2] = {
+    {BALLOON_OPS(3, 0), BALLOON_OPS(3, OOM)},
+    {BALLOON_OPS(4, REP), BALLOON_OPS(4, REP | OOM)},
+};
+
+struct virtio_balloon *virtio_balloon_create(struct virtio_dev *dev, struct guest_mem *mem,
+					     struct event_loop *loop, const char *label,
+					     const struct balloon_options *opts)
+{
+	struct virtio_balloon *b = calloc(1, sizeof(*b));
+	if (!b)
+		goto oom;
+	b->elem = malloc(sizeof(*b->elem));
+	b->nr_pages = mem->ram_size / BALLOON_PAGE_SIZE;
+	b->inflated = calloc(1, (size_t)((b->nr_pages + 7) / 8));
+	if (!b->elem || !b->inflated)
+		goto oom;
+	b->dev = dev;
+	b->mem = mem;
+	b->reporting = opts->reporting;
+	pthread_mutex_init(&b->lock, NULL);
+	b->info.deflate_on_oom = opts->deflate_on_oom;
+	b->info.reporting = opts->reporting;
+	bottom_half_init(&b->more, continue_drain, b);
+	b->stats_timer_ok = event_timer_init(loop, &b->stats_timer, stats_tick, b) == 0;
+	virtio_dev_init(dev, &balloon_ops[opts->reporting][opts->deflate_on_oom], b, mem, loop,
+			label);
+	return b;
+oom:
+	if (b) {
+		free(b->elem);
+		free(b->inflated);
+	}
+	free(b);
+	log_error("%s: out of memory", label);
+	return NULL;
+}
+
+void virtio_balloon_destroy(struct virtio_balloon *b)
+{
+	if (!b)
+		return;
+	if (b->stats_timer_ok)
+		event_timer_destroy(b->dev->loop, &b->stats_timer);
+	pthread_mutex_destroy(&b->lock);
+	free(b->inflated);
+	free(b->elem);
+	free(b);
+}
+
+int virtio_balloon_set_target(struct virtio_balloon *b, uint64_t pages, char *err, size_t errlen)
+{
+	if (pages > b->nr_pages) {
+		snprintf(err, errlen, "balloon target %llu MiB exceeds guest RAM (%llu MiB)",
+			 (unsigned long long)(pages * BALLOON_PAGE_SIZE >> 20),
+			 (unsigned long long)(b->nr_pages * BALLOON_PAGE_SIZE >> 20));
+		return -1;
+	}
+	pthread_mutex_lock(&b->lock);
+	bool changed = b->num_pages != (uint32_t)pages;
+	b->num_pages = (uint32_t)pages;
+	b->info.target_pages = b->num_pages;
+	pthread_mutex_unlock(&b->lock);
+	if (!changed)
+		return 0;
+	struct virtio_dev *dev = b->dev;
+	pthread_mutex_lock(&dev->lock);
+	dev->config_generation++;
+	bool notify = live(dev);
+	pthread_mutex_unlock(&dev->lock);
+	if (notify && dev->transport && dev->transport->signal_config)
+		dev->transport->signal_config(dev);
+	return 0;
+}
+
+void virtio_balloon_get_info(struct virtio_balloon *b, struct balloon_info *out)
+{
+	pthread_mutex_lock(&b->lock);
+	*out = b->info;
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* ---- the --balloon device kind ---- */
+
+static int balloon_parse(const char *options, void **parsed, char *err, size_t errlen)
+{
+	struct option_list opts;
+	struct balloon_options o = {0};
+	if (options_split(options, "--balloon", &opts, err, errlen))
+		return -1;
+	for (int i = 0; i < opts.n; i++) {
+		const struct option_kv *kv = &opts.kv[i];
+		if (!strcmp(kv->key, "deflate-on-oom")) {
+			if (option_bool(kv, "--balloon", &o.deflate_on_oom, err, errlen))
+				return -1;
+		} else if (!strcmp(kv->key, "free-page-reporting")) {
+			if (option_bool(kv, "--balloon", &o.reporting, err, errlen))
+				return -1;
+		} else {
+			return option_unknown(
+			    kv, "--balloon",
+			    "deflate-on-oom=, free-page-reporting=, transport=", err, errlen);
+		}
+	}
+	struct balloon_options *p = malloc(sizeof(*p));
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	*p = o;
+	*parsed = p;
+	return 0;
+}
+
+static int balloon_create(struct virtio_slot *slot, struct vm *vm, const char *label)
+{
+	static const struct balloon_options defaults;
+	const struct balloon_options *o = slot->cfg->parsed ? slot->cfg->parsed : &defaults;
+	slot->model = virtio_balloon_create(&slot->dev, &vm->mem, &vm->loop, label, o);
+	return slot->model ? 0 : -1;
+}
+
+static void balloon_destroy(struct virtio_slot *slot)
+{
+	virtio_balloon_destroy(slot->model);
+}
+
+const struct device_kind_desc virtio_balloon_kind = {
+    .flag = "balloon",
+    .label = "virtio-balloon",
+    .usage = "[,deflate-on-oom=on][,free-page-reporting=on][,transport=mmio|pci]\n"
+	     "                         virtio-balloon: memory given back by the guest is "
+	     "released\n"
+	     "                         (target set with the control socket, see --api-sock)",
+    .parse = balloon_parse,
+    .create = balloon_create,
+    .destroy = balloon_destroy,
+};
+
+struct virtio_balloon *virtio_balloon_of(struct virtio_slot *slot)
+{
+	return slot->cfg && slot->cfg->kind == &virtio_balloon_kind ? slot->model : NULL;
+}

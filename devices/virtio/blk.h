@@ -1,0 +1,43 @@
+/* virtio-blk (virtio 1.2, 5.2): one request queue over a raw disk image, served
+ * asynchronously by blk_io.c. */
+#ifndef MINIVMM_VIRTIO_BLK_H
+#define MINIVMM_VIRTIO_BLK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "devices/virtio/virtio.h"
+
+#define VIRTIO_BLK_ID_BYTES 20
+#define VIRTIO_BLK_PATH_MAX 256
+
+struct virtio_blk;
+struct device_kind_desc;
+struct event_loop;
+
+/* --disk path=IMAGE[,readonly=on][,cache=none|writeback][,serial=ID] */
+extern const struct device_kind_desc virtio_blk_kind;
+
+struct virtio_blk_options {
+	char path[VIRTIO_BLK_PATH_MAX];
+	bool readonly;
+	bool direct; /* cache=none: O_DIRECT */
+	char serial[VIRTIO_BLK_ID_BYTES + 1];
+	bool no_uring; /* force the worker-thread engine (tests) */
+};
+
+/* Parse the option string (without transport=); checks the image can be opened. */
+int virtio_blk_parse_options(const char *options, struct virtio_blk_options *out, char *err,
+			     size_t errlen);
+/* Open the image, register its completion eventfd with loop and initialise dev. Returns NULL
+ * (logged) on failure. */
+struct virtio_blk *virtio_blk_create(struct virtio_dev *dev, struct guest_mem *mem,
+				     struct event_loop *loop, const char *label,
+				     const struct virtio_blk_options *opts);
+/* Waits for requests in flight, then closes the image. */
+void virtio_blk_destroy(struct virtio_blk *blk);
+uint64_t virtio_blk_capacity(const struct virtio_blk *blk); /* 512-byte sectors */
+const char *virtio_blk_engine(const struct virtio_blk *blk);
+unsigned virtio_blk_inflight(const struct virtio_blk *blk);
+
+#endif

@@ -1,0 +1,621 @@
+#include "net.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "devices/net/backend.h"
+#include "devices/net/slirp.h"
+#include "devices/net/tap.h"
+#include "devices/virtio/virtio.h"
+#include "vmm/device_registry.h"
+#include "vmm/event_loop.h"
+#include "vmm/log.h"
+#include "vmm/options.h"
+#include "vmm/virtio_devices.h"
+#include "vmm/vm.h"
+
+/* Feature bits (virtio 1.2, 5.1.3). */
+#define VIRTIO_NET_F_CSUM	0
+#define VIRTIO_NET_F_GUEST_CSUM 1
+#define VIRTIO_NET_F_MTU	3
+#define VIRTIO_NET_F_MAC	5
+#define VIRTIO_NET_F_GUEST_TSO4 7
+#define VIRTIO_NET_F_GUEST_TSO6 8
+#define VIRTIO_NET_F_GUEST_ECN	9
+#define VIRTIO_NET_F_HOST_TSO4	11
+#define VIRTIO_NET_F_HOST_TSO6	12
+#define VIRTIO_NET_F_HOST_ECN	13
+#define VIRTIO_NET_F_MRG_RXBUF	15
+#define VIRTIO_NET_F_STATUS	16
+#define VIRTIO_NET_F_GUEST_USO4 54
+#define VIRTIO_NET_F_GUEST_USO6 55
+#define VIRTIO_NET_F_HOST_USO	56
+
+#define VIRTIO_NET_S_LINK_UP 1
+
+#define RX_QUEUE       0
+#define TX_QUEUE       1
+#define NET_QUEUE_SIZE 256
+#define NET_MTU	       1500
+/* Largest frame a backend hands us: a 64 KiB GSO frame plus Ethernet and the header. */
+#define RX_BUF_SIZE (NET_HDR_LEN + 65536 + 64)
+/* Frames taken from the backend per wake-up before the I/O thread looks at other work. */
+#define RX_BATCH 64
+/* Most guest buffers one merged frame may use. */
+#define RX_MAX_CHAINS 64
+
+struct virtio_net_config_space {
+	uint8_t mac[6];
+	uint16_t status;
+	uint16_t max_virtqueue_pairs;
+	uint16_t mtu;
+} __attribute__((packed));
+
+struct virtio_net {
+	struct virtio_dev *dev;
+	struct net_config cfg;
+	struct net_backend *backend;
+	struct virtio_net_config_space config;
+	struct virtq_elem *elem; /* one chain at a time; allocated once */
+	uint8_t *rx_buf;
+	ssize_t rx_pending; /* bytes of a frame read from the backend and not yet delivered */
+	bool rx_enabled;
+	bool tx_blocked; /* the backend is full: wait for tx_ready */
+	struct bottom_half tx_bh;
+	struct event_timer tx_timer;
+	struct bottom_half rx_bh;
+	uint64_t tx_packets, tx_bytes, tx_dropped, rx_packets, rx_bytes, rx_dropped;
+};
+
+static bool live(const struct virtio_net *n)
+{
+	return !n->dev->broken && (n->dev->status & VIRTIO_STATUS_DRIVER_OK);
+}
+
+/* ---- transmit ---- */
+
+/* Send up to burst frames; returns how many chains were completed. dev->lock held. */
+static unsigned tx_flush(struct virtio_net *n, unsigned burst, bool *more)
+{
+	struct virtio_dev *dev = n->dev;
+	struct virtqueue *vq = &dev->vqs[TX_QUEUE];
+	char err[160];
+	unsigned done = 0;
+	*more = false;
+	while (done < burst) {
+		int rc = virtqueue_pop(vq, n->elem, err, sizeof(err));
+		if (rc < 0) {
+			virtio_dev_mark_broken(dev, err);
+			return done;
+		}
+		if (rc == 0)
+			break;
+		if (n->elem->out_len < NET_HDR_LEN) {
+			virtio_dev_mark_broken(dev,
+					       "transmit chain shorter than the virtio-net header");
+			return done;
+		}
+		rc = n->backend->ops->send(n->backend, n->elem->out, (int)n->elem->out_num);
+		if (rc == -EAGAIN) {
+			/* Keep the frame: it goes first when the backend has room again. */
+			virtqueue_unpop(vq);
+			n->tx_blocked = true;
+			break;
+		}
+		if (rc == 0) {
+			n->tx_packets++;
+			n->tx_bytes += n->elem->out_len - NET_HDR_LEN;
+		} else {
+			n->tx_dropped++;
+		}
+		virtqueue_push(vq, n->elem->head, 0);
+		done++;
+	}
+	if (done)
+		virtio_dev_notify_used(dev, TX_QUEUE);
+	*more = done == burst;
+	return done;
+}
+
+/* The bottom half: drain a burst; reschedule after a full one, else re-enable kicks and look
+ * once more, so a frame queued meanwhile is never stranded. */
+static void tx_bh_run(void *opaque)
+{
+	struct virtio_net *n = opaque;
+	struct virtio_dev *dev = n->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (live(n) && !n->tx_blocked) {
+		struct virtqueue *vq = &dev->vqs[TX_QUEUE];
+		bool more;
+		tx_flush(n, n->cfg.tx_burst, &more);
+		if (more) {
+			bottom_half_schedule(dev->loop, &n->tx_bh);
+		} else if (!n->tx_blocked && !dev->broken && virtqueue_set_notification(vq, true)) {
+			virtqueue_set_notification(vq, false);
+			bottom_half_schedule(dev->loop, &n->tx_bh);
+		}
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/* The timer algorithm: a kick arms a timer, the timer flushes the ring. */
+static void tx_timer_run(void *opaque)
+{
+	struct virtio_net *n = opaque;
+	struct virtio_dev *dev = n->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (live(n) && !n->tx_blocked) {
+		struct virtqueue *vq = &dev->vqs[TX_QUEUE];
+		bool more;
+		tx_flush(n, n->cfg.tx_burst, &more);
+		if (more) {
+			event_timer_arm(&n->tx_timer, (uint64_t)n->cfg.tx_timer_us * 1000);
+		} else if (!n->tx_blocked && !dev->broken && virtqueue_set_notification(vq, true)) {
+			virtqueue_set_notification(vq, false);
+			event_timer_arm(&n->tx_timer, (uint64_t)n->cfg.tx_timer_us * 1000);
+		}
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+static void tx_kick(struct virtio_net *n)
+{
+	struct virtio_dev *dev = n->dev;
+	virtqueue_set_notification(&dev->vqs[TX_QUEUE], false);
+	if (n->cfg.tx_mode == NET_TX_BH) {
+		bottom_half_schedule(dev->loop, &n->tx_bh);
+	} else if (n->tx_timer.armed) {
+		/* A kick while the timer waits: flush now, as the timer algorithm always did. */
+		event_timer_cancel(&n->tx_timer);
+		bottom_half_schedule(dev->loop, &n->tx_bh);
+	} else {
+		event_timer_arm(&n->tx_timer, (uint64_t)n->cfg.tx_timer_us * 1000);
+	}
+}
+
+static void backend_tx_ready(void *opaque)
+{
+	struct virtio_net *n = opaque;
+	pthread_mutex_lock(&n->dev->lock);
+	n->tx_blocked = false;
+	pthread_mutex_unlock(&n->dev->lock);
+	bottom_half_schedule(n->dev->loop, &n->tx_bh);
+}
+
+/* ---- receive ---- */
+
+/* Copy len bytes from src into the iovecs starting at byte offset off. */
+static size_t iov_copy_to(const struct iovec *iov, unsigned cnt, size_t off, const uint8_t *src,
+			  size_t len)
+{
+	size_t done = 0;
+	for (unsigned i = 0; i < cnt && done < len; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		size_t chunk = iov[i].iov_len - off;
+		if (chunk > len - done)
+			chunk = len - done;
+		memcpy((uint8_t *)iov[i].iov_base + off, src + done, chunk);
+		done += chunk;
+		off = 0;
+	}
+	return done;
+}
+
+/* Deliver the pending frame into guest buffers. Returns false when the guest has too few
+ * buffers posted (nothing consumed: the frame stays pending). dev->lock held. */
+static bool rx_deliver(struct virtio_net *n)
+{
+	struct virtio_dev *dev = n->dev;
+	struct virtqueue *vq = &dev->vqs[RX_QUEUE];
+	bool mergeable = virtio_dev_has_feature(dev, VIRTIO_NET_F_MRG_RXBUF);
+	size_t len = (size_t)n->rx_pending;
+	struct {
+		uint16_t head;
+		uint32_t len;
+	} used[RX_MAX_CHAINS];
+	/* Where the first chain's header lies, to set num_buffers once it is known. */
+	struct iovec hdr[NET_HDR_LEN];
+	unsigned hdr_cnt = 0;
+	unsigned chains = 0;
+	size_t copied = 0;
+	char err[160];
+	while (copied < len || chains == 0) {
+		if (chains == RX_MAX_CHAINS || (chains == 1 && !mergeable))
+			break; /* the guest's buffers are too small for this frame */
+		int rc = virtqueue_pop(vq, n->elem, err, sizeof(err));
+		if (rc < 0) {
+			virtio_dev_mark_broken(dev, err);
+			return true;
+		}
+		if (rc == 0) {
+			while (chains--)
+				virtqueue_unpop(vq);
+			return false;
+		}
+		struct virtq_elem *e = n->elem;
+		if (chains == 0) {
+			if (e->in_len < NET_HDR_LEN) {
+				virtio_dev_mark_broken(dev,
+						       "receive buffer shorter than the header");
+				return true;
+			}
+			size_t need = NET_HDR_LEN;
+			for (unsigned i = 0; i < e->in_num && need; i++) {
+				hdr[hdr_cnt++] = e->in[i];
+				need -= e->in[i].iov_len < need ? e->in[i].iov_len : need;
+			}
+		}
+		size_t n_copy = iov_copy_to(e->in, e->in_num, 0, n->rx_buf + copied, len - copied);
+		used[chains].head = e->head;
+		used[chains].len = (uint32_t)n_copy;
+		chains++;
+		copied += n_copy;
+	}
+	if (copied < len)
+		n->rx_dropped++; /* truncated: the guest posted buffers too small for this frame */
+	else {
+		n->rx_packets++;
+		n->rx_bytes += len - NET_HDR_LEN;
+	}
+	uint8_t num_buffers[2] = {(uint8_t)chains, (uint8_t)(chains >> 8)}; /* little-endian */
+	iov_copy_to(hdr, hdr_cnt, 10, num_buffers, sizeof(num_buffers));
+	for (unsigned i = 0; i < chains; i++)
+		virtqueue_push(vq, used[i].head, used[i].len);
+	n->rx_pending = 0;
+	return true;
+}
+
+static void set_rx_enabled(struct virtio_net *n, bool enabled)
+{
+	if (n->rx_enabled == enabled)
+		return;
+	n->rx_enabled = enabled;
+	n->backend->ops->set_rx_enabled(n->backend, enabled);
+}
+
+/* Move frames from the backend into the guest until either runs dry. dev->lock held. */
+static void rx_process(struct virtio_net *n)
+{
+	struct virtio_dev *dev = n->dev;
+	unsigned delivered = 0;
+	bool stalled = false;
+	for (unsigned i = 0; i < RX_BATCH && live(n); i++) {
+		if (!n->rx_pending) {
+			ssize_t got = n->backend->ops->recv(n->backend, n->rx_buf, RX_BUF_SIZE);
+			if (got <= 0)
+				break; /* nothing pending, or the backend is gone (link_down) */
+			if (got < NET_HDR_LEN)
+				continue; /* runt from the backend: nothing to deliver */
+			n->rx_pending = got;
+		}
+		if (!rx_deliver(n)) {
+			stalled = true;
+			break;
+		}
+		delivered++;
+	}
+	if (delivered)
+		virtio_dev_notify_used(dev, RX_QUEUE);
+	/* No guest buffers: stop reading the backend until the guest posts more (it kicks). */
+	set_rx_enabled(n, live(n) && !stalled);
+	if (live(n) && !stalled && delivered == RX_BATCH)
+		bottom_half_schedule(dev->loop,
+				     &n->rx_bh); /* more may wait: let others run first */
+}
+
+static void rx_bh_run(void *opaque)
+{
+	struct virtio_net *n = opaque;
+	pthread_mutex_lock(&n->dev->lock);
+	if (live(n))
+		rx_process(n);
+	pthread_mutex_unlock(&n->dev->lock);
+}
+
+static void backend_rx_ready(void *opaque)
+{
+	rx_bh_run(opaque);
+}
+
+static void backend_link_down(void *opaque, const char *why)
+{
+	struct virtio_net *n = opaque;
+	struct virtio_dev *dev = n->dev;
+	log_warn("%s: backend lost: %s; link down, transmitted frames are dropped", dev->label,
+		 why);
+	pthread_mutex_lock(&dev->lock);
+	n->config.status = 0;
+	dev->config_generation++;
+	if (dev->status & VIRTIO_STATUS_DRIVER_OK)
+		dev->transport->signal_config(dev);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/* ---- virtio device operations ---- */
+
+static void queue_notify(struct virtio_dev *dev, int q)
+{
+	struct virtio_net *n = dev->priv;
+	if (q == TX_QUEUE)
+		tx_kick(n);
+	else
+		rx_process(n); /* the guest posted receive buffers */
+}
+
+static void read_config(struct virtio_dev *dev, uint32_t offset, uint8_t *data, uint32_t len)
+{
+	struct virtio_net *n = dev->priv;
+	memcpy(data, (const uint8_t *)&n->config + offset, len);
+}
+
+static int activate(struct virtio_dev *dev)
+{
+	struct virtio_net *n = dev->priv;
+	struct net_offloads rx = {
+	    .csum = virtio_dev_has_feature(dev, VIRTIO_NET_F_GUEST_CSUM),
+	    .tso4 = virtio_dev_has_feature(dev, VIRTIO_NET_F_GUEST_TSO4),
+	    .tso6 = virtio_dev_has_feature(dev, VIRTIO_NET_F_GUEST_TSO6),
+	    .ecn = virtio_dev_has_feature(dev, VIRTIO_NET_F_GUEST_ECN),
+	    .uso = virtio_dev_has_feature(dev, VIRTIO_NET_F_GUEST_USO4) &&
+		   virtio_dev_has_feature(dev, VIRTIO_NET_F_GUEST_USO6),
+	};
+	n->backend->ops->set_rx_offloads(n->backend, &rx);
+	n->tx_blocked = false;
+	n->rx_pending = 0;
+	/* Start receiving on the I/O thread (activate runs on a vCPU thread). */
+	bottom_half_schedule(dev->loop, &n->rx_bh);
+	return 0;
+}
+
+static void reset(struct virtio_dev *dev)
+{
+	struct virtio_net *n = dev->priv;
+	event_timer_cancel(&n->tx_timer);
+	set_rx_enabled(n, false);
+	n->rx_pending = 0;
+	n->tx_blocked = false;
+}
+
+static const struct virtio_device_ops net_ops = {
+    .name = "virtio-net",
+    .device_id = VIRTIO_ID_NET,
+    .nr_queues = 2,
+    .max_queue_size = NET_QUEUE_SIZE,
+    .config_size = sizeof(struct virtio_net_config_space),
+    .read_config = read_config,
+    .activate = activate,
+    .reset = reset,
+    .queue_notify = queue_notify,
+};
+
+static uint64_t offered_features(const struct virtio_net *n)
+{
+	uint64_t f = (1ULL << VIRTIO_NET_F_MAC) | (1ULL << VIRTIO_NET_F_STATUS) |
+		     (1ULL << VIRTIO_NET_F_MTU) | (1ULL << VIRTIO_NET_F_MRG_RXBUF) |
+		     (1ULL << VIRTIO_RING_F_EVENT_IDX) | (1ULL << VIRTIO_RING_F_INDIRECT_DESC);
+	if (!n->cfg.offload)
+		return f;
+	struct net_offloads o;
+	n->backend->ops->offloads_supported(n->backend, &o);
+	if (!o.csum)
+		return f;
+	f |= (1ULL << VIRTIO_NET_F_CSUM) | (1ULL << VIRTIO_NET_F_GUEST_CSUM);
+	if (o.tso4)
+		f |= (1ULL << VIRTIO_NET_F_HOST_TSO4) | (1ULL << VIRTIO_NET_F_GUEST_TSO4);
+	if (o.tso6)
+		f |= (1ULL << VIRTIO_NET_F_HOST_TSO6) | (1ULL << VIRTIO_NET_F_GUEST_TSO6);
+	if (o.ecn)
+		f |= (1ULL << VIRTIO_NET_F_HOST_ECN) | (1ULL << VIRTIO_NET_F_GUEST_ECN);
+	if (o.uso)
+		f |= (1ULL << VIRTIO_NET_F_HOST_USO) | (1ULL << VIRTIO_NET_F_GUEST_USO4) |
+		     (1ULL << VIRTIO_NET_F_GUEST_USO6);
+	return f;
+}
+
+/* ---- creation and options ---- */
+
+static void virtio_net_free(struct virtio_net *n)
+{
+	if (!n)
+		return;
+	if (n->backend)
+		n->backend->ops->destroy(n->backend);
+	if (n->tx_timer.src.fn)
+		event_timer_destroy(n->dev->loop, &n->tx_timer);
+	free(n->elem);
+	free(n->rx_buf);
+	free(n);
+}
+
+static int net_create(struct virtio_slot *slot, struct vm *vm, const char *label)
+{
+	const struct net_config *cfg = slot->cfg->parsed;
+	struct virtio_net *n = calloc(1, sizeof(*n));
+	if (!n) {
+		log_error("%s: out of memory", label);
+		return -1;
+	}
+	n->dev = &slot->dev;
+	n->cfg = *cfg;
+	n->elem = malloc(sizeof(*n->elem));
+	n->rx_buf = malloc(RX_BUF_SIZE);
+	if (!n->elem || !n->rx_buf) {
+		log_error("%s: out of memory", label);
+		virtio_net_free(n);
+		return -1;
+	}
+	bottom_half_init(&n->tx_bh, tx_bh_run, n);
+	bottom_half_init(&n->rx_bh, rx_bh_run, n);
+	if (event_timer_init(&vm->loop, &n->tx_timer, tx_timer_run, n)) {
+		virtio_net_free(n);
+		return -1;
+	}
+	struct net_backend_client client = {.rx_ready = backend_rx_ready,
+					    .tx_ready = backend_tx_ready,
+					    .link_down = backend_link_down,
+					    .opaque = n};
+	char err[200];
+	n->backend = cfg->user ? slirp_backend_open(cfg, &vm->loop, &client, err, sizeof(err))
+			       : tap_backend_open(cfg->tap, &vm->loop, &client, err, sizeof(err));
+	if (!n->backend) {
+		log_error("%s: %s", label, err);
+		virtio_net_free(n);
+		return -1;
+	}
+	memcpy(n->config.mac, cfg->mac, 6);
+	if (!cfg->mac_set) {
+		/* Locally administered, unique per device in this VM. */
+		static const uint8_t base[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
+		memcpy(n->config.mac, base, 6);
+		n->config.mac[5] = (uint8_t)(base[5] + (label[strlen(label) - 1] - '0'));
+	}
+	n->config.status = VIRTIO_NET_S_LINK_UP;
+	n->config.max_virtqueue_pairs = 1;
+	n->config.mtu = NET_MTU;
+	/* Every device shares net_ops; the offered features are per device. */
+	virtio_dev_init(&slot->dev, &net_ops, n, &vm->mem, &vm->loop, label);
+	slot->dev.device_features = offered_features(n) | (1ULL << VIRTIO_F_VERSION_1);
+	slot->model = n;
+	log_info("%s: %s backend%s%s, mac %02x:%02x:%02x:%02x:%02x:%02x, tx=%s (burst %u%s)", label,
+		 cfg->user ? "user-mode" : "tap", cfg->user ? "" : " ", cfg->user ? "" : cfg->tap,
+		 n->config.mac[0], n->config.mac[1], n->config.mac[2], n->config.mac[3],
+		 n->config.mac[4], n->config.mac[5], cfg->tx_mode == NET_TX_BH ? "bh" : "timer",
+		 cfg->tx_burst, cfg->tx_mode == NET_TX_TIMER ? ", timer" : "");
+	return 0;
+}
+
+static void net_destroy(struct virtio_slot *slot)
+{
+	struct virtio_net *n = slot->model;
+	if (!n)
+		return;
+	log_info("%s: tx %llu packets %llu bytes (%llu dropped), rx %llu packets %llu bytes "
+		 "(%llu dropped)",
+		 slot->dev.label, (unsigned long long)n->tx_packets,
+		 (unsigned long long)n->tx_bytes, (unsigned long long)n->tx_dropped,
+		 (unsigned long long)n->rx_packets, (unsigned long long)n->rx_bytes,
+		 (unsigned long long)n->rx_dropped);
+	virtio_net_free(n);
+	slot->model = NULL;
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+	char extra;
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+		   &extra) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	/* A multicast address cannot be a NIC's own. */
+	return (mac[0] & 1) ? -1 : 0;
+}
+
+int net_config_parse(const char *options, struct net_config *cfg, char *err, size_t errlen)
+{
+	static const char what[] = "--net";
+	static const char expected[] =
+	    "tap=NAME or user, mac=, tx=bh|timer, tx-burst=, tx-timer=, offload=, hostfwd=";
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->tx_mode = NET_TX_BH;
+	cfg->tx_burst = NET_DEFAULT_TX_BURST;
+	cfg->tx_timer_us = NET_DEFAULT_TX_TIMER_US;
+	cfg->offload = true;
+	struct option_list opts;
+	if (options_split(options, what, &opts, err, errlen))
+		return -1;
+	for (int i = 0; i < opts.n; i++) {
+		const struct option_kv *kv = &opts.kv[i];
+		if (!strcmp(kv->key, "tap") && kv->has_value) {
+			if (!kv->value[0] || strlen(kv->value) >= sizeof(cfg->tap)) {
+				snprintf(err, errlen, "%s: invalid tap name '%s'", what, kv->value);
+				return -1;
+			}
+			snprintf(cfg->tap, sizeof(cfg->tap), "%s", kv->value);
+		} else if (!strcmp(kv->key, "user") && !kv->has_value) {
+			cfg->user = true;
+		} else if (!strcmp(kv->key, "hostfwd") && kv->has_value) {
+			if (cfg->nr_hostfwd == 8 || strlen(kv->value) >= sizeof(cfg->hostfwd[0])) {
+				snprintf(err, errlen, "%s: too many or too long hostfwd=", what);
+				return -1;
+			}
+			snprintf(cfg->hostfwd[cfg->nr_hostfwd++], sizeof(cfg->hostfwd[0]), "%s",
+				 kv->value);
+		} else if (!strcmp(kv->key, "mac")) {
+			if (parse_mac(kv->value, cfg->mac)) {
+				snprintf(
+				    err, errlen,
+				    "%s: invalid mac '%s' (expected a unicast 52:54:00:12:34:56)",
+				    what, kv->value);
+				return -1;
+			}
+			cfg->mac_set = true;
+		} else if (!strcmp(kv->key, "tx")) {
+			if (!strcmp(kv->value, "bh"))
+				cfg->tx_mode = NET_TX_BH;
+			else if (!strcmp(kv->value, "timer"))
+				cfg->tx_mode = NET_TX_TIMER;
+			else {
+				snprintf(err, errlen, "%s: invalid tx '%s' (expected bh or timer)",
+					 what, kv->value);
+				return -1;
+			}
+		} else if (!strcmp(kv->key, "tx-burst")) {
+			if (option_u32(kv, what, 1, 4096, &cfg->tx_burst, err, errlen))
+				return -1;
+		} else if (!strcmp(kv->key, "tx-timer")) {
+			if (option_u32(kv, what, 1, 1000000, &cfg->tx_timer_us, err, errlen))
+				return -1;
+		} else if (!strcmp(kv->key, "offload")) {
+			if (option_bool(kv, what, &cfg->offload, err, errlen))
+				return -1;
+		} else {
+			return option_unknown(kv, what, expected, err, errlen);
+		}
+	}
+	if (cfg->user == !!cfg->tap[0]) {
+		snprintf(err, errlen, "%s: give exactly one backend: tap=NAME or user", what);
+		return -1;
+	}
+	if (cfg->nr_hostfwd && !cfg->user) {
+		snprintf(err, errlen, "%s: hostfwd= needs the user backend", what);
+		return -1;
+	}
+	return 0;
+}
+
+static int net_parse(const char *options, void **parsed, char *err, size_t errlen)
+{
+	struct net_config *cfg = malloc(sizeof(*cfg));
+	if (!cfg) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (net_config_parse(options, cfg, err, errlen) ||
+	    (cfg->user && slirp_validate(cfg, err, errlen))) {
+		free(cfg);
+		return -1;
+	}
+	*parsed = cfg;
+	return 0;
+}
+
+const struct device_kind_desc virtio_net_kind = {
+    .flag = "net",
+    .label = "virtio-net",
+    .usage = " tap=NAME|user[,mac=MAC][,tx=bh|timer][,tx-burst=N][,tx-timer=USEC]\n"
+	     "        [,offload=on|off][,hostfwd=tcp|udp::HOSTPORT-:GUESTPORT][,transport=..]\n"
+	     "                         virtio-net on a tap device (opened, or created when\n"
+	     "                         permitted) or user-mode networking (libslirp)",
+    .needs_options = true,
+    .parse = net_parse,
+    .create = net_create,
+    .destroy = net_destroy,
+};

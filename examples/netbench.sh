@@ -1,0 +1,571 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2034,SC2054 # R_* are read through ${!name}; -M takes commas
+# netbench.sh: UDP benchmarks of a guest's virtio-net device, netperf UDP_STREAM style.
+#
+# usage: examples/netbench.sh [--dir g2h|h2g|rr|pps|g2g] [--config CFG | --compare CFG_A CFG_B]
+#            [--sizes "32 64 ..."] [--secs N] [--buf BYTES] [--vcpu-pin CPULIST]
+#            [--io-pin CPULIST] [--host-pin CPULIST] [--timeout SEC] [--json] [--keep-logs]
+#
+# Directions (--dir, default g2h):
+#   g2h  guest udp_stream -> host sink: throughput as received by the host
+#   h2g  host send -> guest udp_sink: what the guest received
+#   rr   guest udp_rr <-> host echo: transactions/s and latency percentiles
+#   pps  guest pktgen -> host sink: packets/s (default size 64)
+#   g2g  two guests on a bridge: guest A udp_stream -> guest B udp_sink
+#
+# Configurations (CFG, default minivmm:):
+#   minivmm[:OPTS]  build/minivmm, --net tap=TAP,transport=mmio,mac=..,OPTS  (OPTS: tx=bh,...)
+#   qemu[:OPTS]     qemu-system-x86_64 -M microvm, -device virtio-net-device,...,OPTS (tx=timer)
+#   netns:          no VM: the "guest" is a network namespace behind a veth pair running
+#                   build/examples/udpperf; tests this script's plumbing, and gives the
+#                   Linux kernel's own figure for the same path
+# --compare A B runs both, alternating per size (A, B, A, B ...), and adds a column with
+# B's speedup over A in percent (throughput; packets/s for pps; transactions/s for rr).
+#
+# Everything runs in a network namespace of its own (netbench-PID): the VMM runs inside it
+# (ip netns exec), so its tap lives there; the host side is 10.0.2.1/24 on the tap (on a
+# bridge for g2g), the guest 10.0.2.15 (second guest 10.0.2.16). Namespaces, taps, bridges
+# and processes are removed at exit, on Ctrl-C and on failure. Needs root.
+#
+# Columns: socket buffer (the host socket's SO_RCVBUF, SO_SNDBUF for h2g, as getsockopt reports
+# it), message size, elapsed seconds (first to last datagram received), throughput in 10^6
+# bits/s of UDP payload as received, packets/s as received, and the VMM's CPU time (utime +
+# stime of the whole VMM process, all threads) per packet over the measured interval, in
+# microseconds: per packet the guest sent (g2h, pps), received (h2g), per transaction (rr);
+# for g2g the receiving VMM's CPU per packet it received.
+# Pinning: --vcpu-pin is minivmm's --pin 0=CPULIST (QEMU: the whole process is pinned there),
+# --io-pin is minivmm's --io-pin (ignored for QEMU), --host-pin pins the host tool (taskset).
+set -euo pipefail
+
+DIR=g2h
+SIZES=""
+SECS=2
+BUF=4194304
+VCPU_PIN=""
+IO_PIN=""
+HOST_PIN=""
+TIMEOUT=30
+JSON=0
+KEEP_LOGS=0
+CONFIGS=()
+
+usage() {
+	sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+	exit 2
+}
+die() {
+	echo "netbench: $*" >&2
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--dir) DIR="${2:?--dir needs a value}"; shift 2 ;;
+	--sizes) SIZES="${2:?--sizes needs a value}"; shift 2 ;;
+	--secs) SECS="${2:?--secs needs a value}"; shift 2 ;;
+	--buf) BUF="${2:?--buf needs a value}"; shift 2 ;;
+	--config) CONFIGS=("${2:?--config needs a value}"); shift 2 ;;
+	--compare)
+		[ $# -ge 3 ] || die "--compare needs two configurations"
+		CONFIGS=("$2" "$3"); shift 3 ;;
+	--vcpu-pin) VCPU_PIN="${2:?--vcpu-pin needs a value}"; shift 2 ;;
+	--io-pin) IO_PIN="${2:?--io-pin needs a value}"; shift 2 ;;
+	--host-pin) HOST_PIN="${2:?--host-pin needs a value}"; shift 2 ;;
+	--timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
+	--json) JSON=1; shift ;;
+	--keep-logs) KEEP_LOGS=1; shift ;;
+	-h | --help) usage ;;
+	*) echo "netbench: unknown argument: $1" >&2; usage ;;
+	esac
+done
+
+case "$DIR" in g2h | h2g | rr | pps | g2g) ;; *) die "--dir must be g2h, h2g, rr, pps or g2g" ;; esac
+[[ "$SECS" =~ ^[1-9][0-9]*$ ]] || die "--secs must be a positive integer"
+[[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive integer"
+[[ "$BUF" =~ ^[0-9]+$ ]] || die "--buf must be a number of bytes"
+for p in "$VCPU_PIN" "$IO_PIN" "$HOST_PIN"; do
+	[[ -z "$p" || "$p" =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] || die "bad CPU list: $p"
+done
+if [ -z "$SIZES" ]; then
+	case "$DIR" in
+	pps | rr) SIZES="64" ;;
+	*) SIZES="32 64 128 256 512 1024 2048 4096 8192 16384 32768 65507" ;;
+	esac
+fi
+read -r -a SIZE_LIST <<<"${SIZES//,/ }"
+for s in "${SIZE_LIST[@]}"; do
+	if ! [[ "$s" =~ ^[0-9]+$ ]] || [ "$s" -lt 1 ] || [ "$s" -gt 65507 ]; then
+		die "message sizes must be 1 to 65507: $s"
+	fi
+done
+[ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=("minivmm:")
+for c in "${CONFIGS[@]}"; do
+	case "$c" in
+	minivmm | minivmm:* | qemu | qemu:* | netns | netns:) ;;
+	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS] or netns: ($c)" ;;
+	esac
+done
+
+cd "$(dirname "$0")/.."
+MINIVMM=${MINIVMM:-build/minivmm}
+PROBE=${PROBE:-build/firmware/probe.elf}
+QEMU=${QEMU:-qemu-system-x86_64}
+UDPPERF=build/examples/udpperf
+
+[ "$(id -u)" = 0 ] || die "needs root (network namespaces, taps)"
+command -v ip >/dev/null || die "ip not found: apt-get install iproute2"
+command -v cc >/dev/null || die "no C compiler: apt-get install gcc"
+for c in "${CONFIGS[@]}"; do
+	case "$c" in
+	minivmm*)
+		[ -x "$MINIVMM" ] || die "$MINIVMM not found: run 'make'"
+		"$MINIVMM" --help 2>&1 | grep -q -- '--net' || die "$MINIVMM has no --net option"
+		;;
+	qemu*) command -v "$QEMU" >/dev/null || die "$QEMU not found: apt-get install qemu-system-x86" ;;
+	esac
+	case "$c" in
+	minivmm* | qemu*)
+		[ -f "$PROBE" ] || die "$PROBE not found: run 'make'"
+		[ -w /dev/kvm ] || die "/dev/kvm is missing or not writable"
+		[ -e /dev/net/tun ] || die "/dev/net/tun is missing"
+		;;
+	esac
+done
+
+mkdir -p build/examples
+cc -std=c11 -O2 -Wall -Wextra -Werror -o "$UDPPERF" examples/netbench/udpperf.c
+UDPPERF=$PWD/$UDPPERF
+
+# ---------------------------------------------------------------------------------------------
+# Clean-up of everything we create; registered before anything is created.
+TMP=$(mktemp -d /tmp/netbench.XXXXXX)
+NS=netbench-$$
+NS_G=("$NS-g0" "$NS-g1") # "guest" namespaces of the netns: configuration
+NAMESPACES=()
+PIDS=()
+cleanup() {
+	local rc=$? p ns
+	trap - EXIT INT TERM HUP
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	for ns in "${NAMESPACES[@]}"; do
+		# Anything still running in our namespaces was started by us.
+		for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
+		ip netns del "$ns" 2>/dev/null || true
+	done
+	if [ "$KEEP_LOGS" = 1 ]; then
+		echo "netbench: logs kept in $TMP" >&2
+	else
+		rm -rf "$TMP"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'echo "netbench: interrupted" >&2; exit 130' INT TERM HUP
+
+add_ns() {
+	ip netns add "$1"
+	NAMESPACES+=("$1")
+	ip -n "$1" link set lo up
+}
+
+HOST_IP=10.0.2.1
+GUEST_IP=(10.0.2.15 10.0.2.16)
+GUEST_MAC=(52:54:00:12:34:56 52:54:00:12:34:57)
+TAP=(nbtap0 nbtap1)
+PORT=9000
+NGUESTS=1
+[ "$DIR" = g2g ] && NGUESTS=2
+
+add_ns "$NS"
+if [ "$NGUESTS" = 2 ]; then
+	ip -n "$NS" link add nbbr0 type bridge
+	ip -n "$NS" addr add "$HOST_IP/24" dev nbbr0
+	ip -n "$NS" link set nbbr0 up
+fi
+# One host-side link per guest: a tap for a VM, or a veth for the netns: stand-in. Made
+# before each run of a configuration, as the kinds may alternate.
+# setup_link I KIND
+setup_link() {
+	local i=$1 kind=$2
+	ip -n "$NS" link del "${TAP[$i]}" 2>/dev/null || true
+	if [ "$kind" = netns ]; then
+		if ! ip netns list | grep -qw "${NS_G[$i]}"; then
+			add_ns "${NS_G[$i]}"
+		fi
+		ip -n "$NS" link add "${TAP[$i]}" type veth peer name eth0 netns "${NS_G[$i]}"
+		ip -n "${NS_G[$i]}" link set eth0 address "${GUEST_MAC[$i]}"
+		ip -n "${NS_G[$i]}" addr add "${GUEST_IP[$i]}/24" dev eth0
+		ip -n "${NS_G[$i]}" link set eth0 up
+	else
+		ip -n "$NS" tuntap add dev "${TAP[$i]}" mode tap
+	fi
+	if [ "$NGUESTS" = 2 ]; then
+		ip -n "$NS" link set "${TAP[$i]}" master nbbr0
+	else
+		ip -n "$NS" addr add "$HOST_IP/24" dev "${TAP[$i]}"
+	fi
+	ip -n "$NS" link set "${TAP[$i]}" up
+}
+CUR_LINK_KIND=""
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+
+# host_tool NAME ARGS...: udpperf in the namespace, in the background, stdout in $TMP/NAME.out
+host_tool() {
+	local name=$1
+	shift
+	local pin=()
+	[ -z "$HOST_PIN" ] || pin=(taskset -c "$HOST_PIN")
+	rm -f "$TMP/$name.ready"
+	ip netns exec "$NS" "${pin[@]}" "$UDPPERF" "$@" --ready-file "$TMP/$name.ready" \
+		</dev/null >"$TMP/$name.out" 2>"$TMP/$name.err" &
+	LAST_PID=$!
+	PIDS+=("$LAST_PID")
+	local n=0
+	until [ -e "$TMP/$name.ready" ]; do
+		kill -0 "$LAST_PID" 2>/dev/null || { cat "$TMP/$name.err" >&2; die "udpperf $1 failed"; }
+		n=$((n + 1))
+		[ $n -lt 500 ] || die "udpperf $1 did not start"
+		sleep 0.01
+	done
+}
+
+# kv KEY LINE: the value of KEY=value in LINE
+kv() { sed -n "s/.*[ :]$1=\([^ ]*\).*/\1/p" <<<"$2"; }
+
+# guest_start NAME CFG I TEST SIZE [SECS]: start guest I (0 or 1) of configuration CFG running
+# the probe program TEST for SECS seconds (default --secs), in the background; its console goes to $TMP/NAME.out, the pid of the
+# VMM (or stand-in) to $TMP/NAME.pid.
+guest_start() {
+	local name=$1 cfg=$2 i=$3 test=$4 size=$5 secs=${6:-$SECS}
+	local kind=${cfg%%:*} opts=""
+	[[ "$cfg" == *:* ]] && opts=${cfg#*:}
+	local peer=$HOST_IP
+	[ "$DIR" = g2g ] && peer=${GUEST_IP[1]}
+	local cmdline="test=$test net.ip=${GUEST_IP[$i]}/24 net.peer=$peer net.port=$PORT"
+	cmdline+=" net.peer_port=$PORT net.secs=$secs net.size=$size net.sizes=$size"
+	local cmd=() ns=$NS
+	case "$kind" in
+	minivmm)
+		local net="tap=${TAP[$i]},transport=mmio,mac=${GUEST_MAC[$i]}"
+		[ -z "$opts" ] || net+=",$opts"
+		cmd=("$PWD/$MINIVMM" --kernel "$PWD/$PROBE" --net "$net" --cmdline "$cmdline"
+			--console stdio --quiet)
+		[ -z "$VCPU_PIN" ] || cmd+=(--pin "0=$VCPU_PIN")
+		[ -z "$IO_PIN" ] || cmd+=(--io-pin "$IO_PIN")
+		;;
+	qemu)
+		local dev="virtio-net-device,netdev=n0,mac=${GUEST_MAC[$i]}"
+		[ -z "$opts" ] || dev+=",$opts"
+		cmd=("$QEMU" -accel kvm -M microvm,acpi=off -global virtio-mmio.force-legacy=false
+			-m 256M -nographic -no-reboot -kernel "$PWD/$PROBE" -append "$cmdline"
+			-netdev "tap,id=n0,ifname=${TAP[$i]},script=no,downscript=no" -device "$dev"
+			-device isa-debug-exit,iobase=0xf4)
+		[ -z "$VCPU_PIN" ] || cmd=(taskset -c "$VCPU_PIN" "${cmd[@]}")
+		;;
+	netns)
+		ns=${NS_G[$i]}
+		case "$test" in
+		udp_stream | pktgen)
+			cmd=("$UDPPERF" send --dest "$peer" --port "$PORT" --size "$size" --secs "$secs") ;;
+		udp_sink) # like the probe's: counts for SECS from the first datagram
+			cmd=("$UDPPERF" sink --port "$PORT" --buf "$BUF" --idle-ms 1000 --secs "$secs"
+				--wait-secs "$TIMEOUT" --ready-file "$TMP/$name.ready") ;;
+		udp_rr)
+			cmd=("$UDPPERF" rr --dest "$peer" --port "$PORT" --size "$size" --secs "$secs") ;;
+		esac
+		[ -z "$VCPU_PIN" ] || cmd=(taskset -c "$VCPU_PIN" "${cmd[@]}")
+		;;
+	esac
+	echo "$cmdline" >"$TMP/$name.cmdline"
+	rm -f "$TMP/$name.pid"
+	# The inner shell records the pid the VMM will have (exec keeps it) for CPU accounting.
+	# shellcheck disable=SC2016 # $$ and $@ are the inner shell's
+	timeout --signal=KILL "$((secs + TIMEOUT))" ip netns exec "$ns" \
+		sh -c 'echo $$ >"$0"; exec "$@"' "$TMP/$name.pid" "${cmd[@]}" \
+		</dev/null >"$TMP/$name.out" 2>"$TMP/$name.err" &
+	LAST_PID=$!
+	PIDS+=("$LAST_PID")
+}
+
+# guest_wait_ready NAME PID: wait until a guest sink is listening (a "ready" line on the
+# console, the stand-in's ready file), at most 10 s; then a little longer for good measure.
+guest_wait_ready() {
+	local name=$1 pid=$2 n=0
+	until grep -qi 'ready\|listen' "$TMP/$name.out" 2>/dev/null || [ -e "$TMP/$name.ready" ]; do
+		kill -0 "$pid" 2>/dev/null || return 1
+		n=$((n + 1))
+		[ $n -lt 1000 ] || break
+		sleep 0.01
+	done
+	sleep 0.2
+}
+
+# result_line NAME: the guest's result line
+result_line() {
+	tr -d '\r' <"$TMP/$1.out" |
+		grep -E '^(probe: (udp_stream|udp_sink|udp_rr|pktgen) |udpperf: mode=)' | tail -n 1 || true
+}
+
+cpu_of() { # cpu_of PID: utime+stime in us, or empty
+	local f
+	f=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 0
+	read -r -a f <<<"$f"
+	echo $(((f[11] + f[12]) * 1000000 / $(getconf CLK_TCK)))
+}
+
+FAILED=0
+row_failed() {
+	local name=$1 why=$2
+	FAILED=1
+	echo "netbench: $CUR_CFG size $CUR_SIZE: $why" >&2
+	for f in "$TMP/$name".*; do
+		case "$f" in *.out | *.err) [ -s "$f" ] && { echo "--- $(basename "$f")" >&2; tail -n 15 "$f" >&2; } ;; esac
+	done
+	return 0
+}
+
+# wait_pid PID: wait for a background job, ignoring its status
+wait_pid() { wait "$1" 2>/dev/null || true; }
+
+# run_one CFG SIZE: one measurement; sets R_SOCK R_ELAPSED R_MBPS R_PPS R_SENT R_RECV R_CPU
+# (us per packet) R_TPS R_P50 R_P90 R_P99 ("" where unknown).
+run_one() {
+	local cfg=$1 size=$2 kind=${1%%:*} i
+	CUR_CFG=$cfg CUR_SIZE=$size
+	R_SOCK="" R_ELAPSED="" R_MBPS="" R_PPS="" R_SENT="" R_RECV="" R_CPU=""
+	R_TPS="" R_P50="" R_P90="" R_P99="" R_MSZ=""
+	if [ "$CUR_LINK_KIND" != "${kind/qemu/minivmm}" ]; then
+		for ((i = 0; i < NGUESTS; i++)); do setup_link "$i" "$kind"; done
+		CUR_LINK_KIND=${kind/qemu/minivmm}
+	fi
+	local tag="$kind-$size-$RANDOM" line hl gpid cpu0 cpu1
+	case "$DIR" in
+	g2h | pps)
+		host_tool "$tag-host" sink --bind "$HOST_IP" --port "$PORT" --buf "$BUF" \
+			--idle-ms 1000 --wait-secs "$((SECS + TIMEOUT))" --cpu-pid-file "$TMP/$tag-g.pid"
+		local hpid=$LAST_PID test=udp_stream
+		[ "$DIR" = pps ] && test=pktgen
+		guest_start "$tag-g" "$cfg" 0 "$test" "$size"
+		gpid=$LAST_PID
+		wait_pid "$gpid"
+		# the sink ends 1 s after the last datagram; if nothing came at all, stop it now
+		sleep 1.2
+		kill -TERM "$hpid" 2>/dev/null || true
+		wait_pid "$hpid"
+		hl=$(cat "$TMP/$tag-host.out")
+		line=$(result_line "$tag-g")
+		[ -n "$hl" ] || { row_failed "$tag-host" "no result from the host sink"; return; }
+		R_SOCK=$(kv rcvbuf "$hl") R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl")
+		R_PPS=$(kv pps "$hl") R_RECV=$(kv msgs "$hl")
+		# what arrived: pktgen sends minimum-size frames whatever the size asked for
+		[ "$DIR" != pps ] || R_MSZ=$(kv size "$hl")
+		if [ -n "$line" ]; then
+			R_SENT=$(kv msgs "$line")
+			[ -n "$R_SENT" ] || R_SENT=$(kv pkts "$line")
+		else
+			row_failed "$tag-g" "no result line from the guest"
+		fi
+		local cpu n=${R_SENT:-$R_RECV}
+		cpu=$(kv cpu_us "$hl")
+		if [ -n "$cpu" ] && [ "$cpu" != -1 ] && [ "${n:-0}" -gt 0 ]; then
+			R_CPU=$(awk -v c="$cpu" -v n="$n" 'BEGIN { printf "%.3f", c / n }')
+		fi
+		[ "${R_RECV:-0}" -gt 0 ] || row_failed "$tag-g" "the host received nothing"
+		;;
+	h2g)
+		guest_start "$tag-g" "$cfg" 0 udp_sink "$size"
+		gpid=$LAST_PID
+		guest_wait_ready "$tag-g" "$gpid" || { row_failed "$tag-g" "the guest sink did not start"; return; }
+		local pin=()
+		[ -z "$HOST_PIN" ] || pin=(taskset -c "$HOST_PIN")
+		# The guest sink counts for --secs from the first datagram: send a second longer.
+		hl=$(ip netns exec "$NS" "${pin[@]}" "$UDPPERF" send --dest "${GUEST_IP[0]}" \
+			--port "$PORT" --size "$size" --secs "$((SECS + 1))" --buf "$BUF" \
+			--cpu-pid-file "$TMP/$tag-g.pid" 2>"$TMP/$tag-host.err") || true
+		echo "$hl" >"$TMP/$tag-host.out"
+		# the guest sink ends by itself once the stream stops; the stand-in after 1 s idle
+		wait_pid "$gpid"
+		line=$(result_line "$tag-g")
+		[ -n "$line" ] || { row_failed "$tag-g" "no result line from the guest"; return; }
+		# (no loss figure: the host sends longer than the guest counts)
+		R_SOCK=$(kv sndbuf "$hl")
+		R_RECV=$(kv msgs "$line") R_ELAPSED=$(kv secs "$line") R_MBPS=$(kv mbps "$line")
+		R_PPS=$(awk -v m="$R_RECV" -v s="$R_ELAPSED" 'BEGIN { printf "%.0f", (s > 0 ? m / s : 0) }')
+		# The VMM's CPU over the whole send, per packet at the rate the guest received.
+		local cpu hs
+		cpu=$(kv cpu_us "$hl") hs=$(kv secs "$hl")
+		if [ -n "$cpu" ] && [ "$cpu" != -1 ] && [ "${R_RECV:-0}" -gt 0 ]; then
+			R_CPU=$(awk -v c="$cpu" -v p="$R_PPS" -v s="$hs" 'BEGIN { printf "%.3f", c / (p * s) }')
+		fi
+		;;
+	rr)
+		host_tool "$tag-host" echo --bind "$HOST_IP" --port "$PORT" --buf "$BUF" \
+			--idle-ms 1000 --wait-secs "$((SECS + TIMEOUT))" --cpu-pid-file "$TMP/$tag-g.pid"
+		local hpid=$LAST_PID
+		guest_start "$tag-g" "$cfg" 0 udp_rr "$size"
+		gpid=$LAST_PID
+		wait_pid "$gpid"
+		sleep 1.2
+		kill -TERM "$hpid" 2>/dev/null || true
+		wait_pid "$hpid"
+		hl=$(cat "$TMP/$tag-host.out")
+		line=$(result_line "$tag-g")
+		[ -n "$line" ] || { row_failed "$tag-g" "no result line from the guest"; return; }
+		R_SOCK=$(kv rcvbuf "$hl") R_ELAPSED=$(kv secs "$line") R_TPS=$(kv tps "$line")
+		R_P50=$(kv lat_us_p50 "$line") R_P90=$(kv p90 "$line") R_P99=$(kv p99 "$line")
+		R_RECV=$(kv trans "$line")
+		local cpu
+		cpu=$(kv cpu_us "$hl")
+		if [ -n "$cpu" ] && [ "$cpu" != -1 ] && [ "${R_RECV:-0}" -gt 0 ]; then
+			R_CPU=$(awk -v c="$cpu" -v n="$R_RECV" 'BEGIN { printf "%.3f", c / n }')
+		fi
+		;;
+	g2g)
+		guest_start "$tag-b" "$cfg" 1 udp_sink "$size"
+		local bpid=$LAST_PID
+		guest_wait_ready "$tag-b" "$bpid" || { row_failed "$tag-b" "guest B's sink did not start"; return; }
+		local bvmm
+		bvmm=$(cat "$TMP/$tag-b.pid" 2>/dev/null || true)
+		cpu0=$(cpu_of "$bvmm")
+		# B ends by itself, maybe before A: keep its latest CPU time while it runs.
+		while c=$(cpu_of "$bvmm") && [ -n "$c" ]; do
+			echo "$c" >"$TMP/$tag-b.cpu"
+			sleep 0.05
+		done &
+		local poller=$!
+		PIDS+=("$poller")
+		# B counts for --secs from its first datagram: A sends a second longer.
+		guest_start "$tag-a" "$cfg" 0 udp_stream "$size" "$((SECS + 1))"
+		gpid=$LAST_PID
+		wait_pid "$gpid"
+		wait_pid "$bpid"
+		wait_pid "$poller"
+		cpu1=$(cat "$TMP/$tag-b.cpu" 2>/dev/null || true)
+		line=$(result_line "$tag-b")
+		[ -n "$line" ] || { row_failed "$tag-b" "no result line from guest B"; return; }
+		R_RECV=$(kv msgs "$line") R_ELAPSED=$(kv secs "$line") R_MBPS=$(kv mbps "$line")
+		R_PPS=$(awk -v m="$R_RECV" -v s="$R_ELAPSED" 'BEGIN { printf "%.0f", (s > 0 ? m / s : 0) }')
+		R_SOCK=$(kv rcvbuf "$line")
+		[ -n "$(result_line "$tag-a")" ] || row_failed "$tag-a" "no result line from guest A"
+		if [ -n "$cpu0" ] && [ -n "$cpu1" ] && [ "${R_RECV:-0}" -gt 0 ]; then
+			R_CPU=$(awk -v c="$((cpu1 - cpu0))" -v n="$R_RECV" 'BEGIN { printf "%.3f", c / n }')
+		fi
+		;;
+	esac
+	return 0
+}
+
+# ---------------------------------------------------------------------------------------------
+# Measure: per size, every configuration in turn (A, B, A, B ...)
+declare -A RES
+NCFG=${#CONFIGS[@]}
+for size in "${SIZE_LIST[@]}"; do
+	for ((c = 0; c < NCFG; c++)); do
+		[ ! -t 2 ] || printf 'netbench: %s, %s bytes ...\r' "${CONFIGS[$c]}" "$size" >&2
+		run_one "${CONFIGS[$c]}" "$size"
+		for k in SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ; do
+			v=R_$k
+			RES[$c,$size,$k]=${!v}
+		done
+	done
+done
+
+[ ! -t 2 ] || printf '\033[K' >&2
+
+# The figure --compare compares, and B's speedup over A in percent.
+metric() { case "$DIR" in rr) echo TPS ;; pps) echo PPS ;; *) echo MBPS ;; esac; }
+speedup() { # speedup SIZE
+	local m a b
+	m=$(metric)
+	a=${RES[0,$1,$m]:-} b=${RES[1,$1,$m]:-}
+	[ -n "$a" ] && [ -n "$b" ] || return 0
+	awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.1f", (b / a - 1) * 100 }'
+}
+
+table() {
+	case "$DIR" in
+	g2h) echo "UDP UNIDIRECTIONAL SEND TEST from ${GUEST_IP[0]} (guest) to $HOST_IP (host) : $SECS s per size" ;;
+	h2g) echo "UDP UNIDIRECTIONAL SEND TEST from $HOST_IP (host) to ${GUEST_IP[0]} (guest) : $SECS s per size" ;;
+	pps) echo "UDP PACKET RATE TEST from ${GUEST_IP[0]} (guest pktgen) to $HOST_IP (host) : $SECS s per size" ;;
+	rr) echo "UDP REQUEST/RESPONSE TEST from ${GUEST_IP[0]} (guest) to $HOST_IP (host echo) : $SECS s per size" ;;
+	g2g) echo "UDP UNIDIRECTIONAL SEND TEST from ${GUEST_IP[0]} (guest A) to ${GUEST_IP[1]} (guest B) over a bridge : $SECS s per size" ;;
+	esac
+	CW=10
+	for ((c = 0; c < NCFG; c++)); do [ ${#CONFIGS[$c]} -lt $CW ] || CW=$((${#CONFIGS[$c]} + 1)); done
+	sp_h1="" sp_h2="" sp_h3=""
+	[ "$NCFG" = 2 ] && sp_h1=" Speedup" sp_h2=" B vs A" sp_h3=" %"
+	if [ "$DIR" = rr ]; then
+		printf "%-${CW}s %-8s %-8s %-8s %-10s %-9s %-9s %-9s %-8s%s\n" Config Socket Request Elapsed Trans. Latency Latency Latency "VMM CPU" "$sp_h1"
+		printf "%-${CW}s %-8s %-8s %-8s %-10s %-9s %-9s %-9s %-8s%s\n" "" Size Size Time Rate p50 p90 p99 "per tr." "$sp_h2"
+		printf "%-${CW}s %-8s %-8s %-8s %-10s %-9s %-9s %-9s %-8s%s\n" "" bytes bytes secs "per sec" us us us us "$sp_h3"
+	else
+		printf "%-${CW}s %-8s %-8s %-8s %-11s %-10s %-8s %-8s%s\n" Config Socket Message Elapsed Throughput Packets Loss "VMM CPU" "$sp_h1"
+		printf "%-${CW}s %-8s %-8s %-8s %-11s %-10s %-8s %-8s%s\n" "" Size Size Time "(received)" "(recv'd)" "" "per pkt" "$sp_h2"
+		printf "%-${CW}s %-8s %-8s %-8s %-11s %-10s %-8s %-8s%s\n" "" bytes bytes secs "10^6bits/s" "per sec" "%" us "$sp_h3"
+	fi
+	echo
+	for size in "${SIZE_LIST[@]}"; do
+		for ((c = 0; c < NCFG; c++)); do
+			d() { local v=${RES[$c,$size,$1]}; echo "${v:--}"; }
+			sp=""
+			[ "$NCFG" = 2 ] && [ $c = 1 ] && sp=" $(speedup "$size")"
+			if [ "$DIR" = rr ]; then
+				printf "%-${CW}s %-8s %-8s %-8s %-10s %-9s %-9s %-9s %-8s%s\n" "${CONFIGS[$c]}" \
+					"$(d SOCK)" "$size" "$(d ELAPSED)" "$(d TPS)" "$(d P50)" "$(d P90)" "$(d P99)" "$(d CPU)" "$sp"
+			else
+				loss=-
+				s=${RES[$c,$size,SENT]} r=${RES[$c,$size,RECV]}
+				if [ -n "$s" ] && [ -n "$r" ] && [ "$s" -gt 0 ]; then
+					loss=$(awk -v s="$s" -v r="$r" 'BEGIN { printf "%.1f", (s - r) * 100 / s }')
+				fi
+				printf "%-${CW}s %-8s %-8s %-8s %-11s %-10s %-8s %-8s%s\n" "${CONFIGS[$c]}" \
+					"$(d SOCK)" "${RES[$c,$size,MSZ]:-$size}" "$(d ELAPSED)" "$(d MBPS)" "$(d PPS)" "$loss" "$(d CPU)" "$sp"
+			fi
+		done
+	done
+}
+
+json_num() { if [ -n "$1" ]; then echo "$1"; else echo null; fi; }
+
+if [ "$JSON" = 1 ]; then
+	printf '{"dir":"%s","secs":%s,"host_ip":"%s","configs":[' "$DIR" "$SECS" "$HOST_IP"
+	for ((c = 0; c < NCFG; c++)); do
+		[ $c = 0 ] || printf ','
+		printf '"%s"' "${CONFIGS[$c]}"
+	done
+	printf '],"results":['
+	first=1
+	for size in "${SIZE_LIST[@]}"; do
+		for ((c = 0; c < NCFG; c++)); do
+			[ $first = 1 ] || printf ','
+			first=0
+			printf '{"config":"%s","message_bytes":%s' "${CONFIGS[$c]}" "${RES[$c,$size,MSZ]:-$size}"
+			printf ',"socket_bytes":%s' "$(json_num "${RES[$c,$size,SOCK]}")"
+			printf ',"elapsed_s":%s' "$(json_num "${RES[$c,$size,ELAPSED]}")"
+			if [ "$DIR" = rr ]; then
+				printf ',"tps":%s' "$(json_num "${RES[$c,$size,TPS]}")"
+				printf ',"lat_us_p50":%s' "$(json_num "${RES[$c,$size,P50]}")"
+				printf ',"lat_us_p90":%s' "$(json_num "${RES[$c,$size,P90]}")"
+				printf ',"lat_us_p99":%s' "$(json_num "${RES[$c,$size,P99]}")"
+				printf ',"transactions":%s' "$(json_num "${RES[$c,$size,RECV]}")"
+			else
+				printf ',"mbps":%s' "$(json_num "${RES[$c,$size,MBPS]}")"
+				printf ',"pps":%s' "$(json_num "${RES[$c,$size,PPS]}")"
+				printf ',"sent_msgs":%s' "$(json_num "${RES[$c,$size,SENT]}")"
+				printf ',"recv_msgs":%s' "$(json_num "${RES[$c,$size,RECV]}")"
+			fi
+			printf ',"vmm_cpu_us_per_pkt":%s' "$(json_num "${RES[$c,$size,CPU]}")"
+			if [ "$NCFG" = 2 ] && [ $c = 1 ]; then
+				printf ',"speedup_pct":%s' "$(json_num "$(speedup "$size")")"
+			fi
+			printf '}'
+		done
+	done
+	printf ']}\n'
+else
+	table | sed 's/ *$//'
+fi
+[ "$FAILED" = 0 ] || { echo "netbench: some measurements failed (see above)" >&2; exit 1; }

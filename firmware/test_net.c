@@ -1,0 +1,167 @@
+/*
+ * Network test dispatch, the shared helpers, and the two receive-side programs: serve
+ * (ARP, ping and UDP echo forever) and udp_sink (count datagrams for net.secs).
+ */
+#include "boot_info.h"
+#include "cmdline.h"
+#include "lib.h"
+#include "net.h"
+#include "printf.h"
+#include "test_net.h"
+#include "x86.h"
+
+#define RX_BATCH	  64
+#define SINK_WAIT_DEFAULT 60 /* seconds for the first datagram to come */
+
+uint64_t net_arg(const char *key, uint64_t def)
+{
+	const char *v;
+	size_t n;
+	uint64_t x;
+	if (cmdline_get(boot_info.cmdline, key, &v, &n) && parse_u64(v, n, false, &x))
+		return x;
+	return def;
+}
+
+uint64_t net_secs_cycles(uint64_t secs)
+{
+	return virtio_ms_to_cycles(1000) * secs;
+}
+
+void net_fmt_ratio(char out[32], uint64_t num, uint64_t den)
+{
+	uint64_t tenths = den ? num * 10 / den : 0;
+	char *p = out + 31;
+	*p = 0;
+	*--p = (char)('0' + tenths % 10);
+	*--p = '.';
+	tenths /= 10;
+	do
+		*--p = (char)('0' + tenths % 10);
+	while ((tenths /= 10) && p > out);
+	for (unsigned i = 0;; i++) {
+		out[i] = p[i];
+		if (!p[i])
+			break;
+	}
+}
+
+const char *net_peer_mac(uint8_t mac[6])
+{
+	const char *err = arp_resolve(netif.peer, mac);
+	if (err)
+		return err;
+	char m[18];
+	net_fmt_mac(m, mac);
+	kprintf("probe: net peer_mac=%s\n", m);
+	return 0;
+}
+
+void net_report_stats(void)
+{
+	struct vnet *n = &netif.nic;
+	kprintf("probe: net stats tx=%lu rx=%lu rx_drops=%lu rx_bad=%lu rx_frags=%lu "
+		"arp_replies=%lu echo_replies=%lu icmp_other=%lu kicks_tx=%lu kicks_rx=%lu\n",
+		n->tx_pkts, n->rx_pkts, n->rx_drops, netif.rx_bad, netif.rx_frags,
+		netif.arp_replies, netif.echo_replies, netif.icmp_other, n->tx->kicks,
+		n->rx->kicks);
+}
+
+static void echo(const struct udp_msg *m)
+{
+	udp_send(m->src_mac, m->src_ip, m->sport, m->data, m->len, -1);
+}
+
+/* Never returns: the host stops the VM. Replies are flushed once per received batch. */
+static const char *serve(void)
+{
+	char ip[16], mac[18];
+	net_fmt_ip(ip, netif.ip);
+	net_fmt_mac(mac, netif.nic.mac);
+	netif.udp_rx = echo;
+	kprintf("probe: serve ready ip=%s mac=%s port=%u\n", ip, mac, netif.port);
+	for (;;) {
+		if (net_poll(RX_BATCH))
+			vnet_tx_flush(&netif.nic);
+		else
+			cpu_relax();
+		if (netif.nic.err)
+			return netif.nic.err;
+	}
+}
+
+static struct {
+	uint64_t msgs, bytes, t_first;
+} sink;
+
+static void count(const struct udp_msg *m)
+{
+	if (!sink.msgs)
+		sink.t_first = rdtsc();
+	sink.msgs++;
+	sink.bytes += m->len;
+}
+
+/* Counts for net.secs from the first datagram; waits net.wait seconds for that one. */
+static const char *udp_sink(void)
+{
+	uint64_t secs = net_arg("net.secs", 2), wait = net_arg("net.wait", SINK_WAIT_DEFAULT);
+	uint64_t window = net_secs_cycles(secs), t0 = rdtsc(), end = 0;
+	netif.udp_rx = count;
+	kprintf("probe: udp_sink ready port=%u secs=%lu\n", netif.port, secs);
+	for (;;) {
+		net_poll(RX_BATCH);
+		vnet_tx_flush(&netif.nic); /* ARP and ping replies */
+		uint64_t now = rdtsc();
+		if (!sink.msgs && now - t0 > net_secs_cycles(wait))
+			return "udp_sink: no datagram arrived";
+		if (sink.msgs && now - sink.t_first >= window) {
+			end = now;
+			break;
+		}
+		if (netif.nic.err)
+			return netif.nic.err;
+	}
+	netif.udp_rx = 0;
+	uint64_t us = virtio_cycles_to_us(end - sink.t_first);
+	char t[32], mbps[32];
+	net_fmt_ratio(t, us, 1000000);
+	net_fmt_ratio(mbps, sink.bytes * 8, us);
+	kprintf("probe: udp_sink msgs=%lu bytes=%lu secs=%s mbps=%s pps=%lu\n", sink.msgs,
+		sink.bytes, t, mbps, us ? sink.msgs * 1000000 / us : 0);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	const char *(*run)(void);
+} programs[] = {
+    {"serve", serve},	    {"udp_sink", udp_sink}, {"udp_stream", net_udp_stream},
+    {"udp_rr", net_udp_rr}, {"pktgen", net_pktgen},
+};
+
+static int find(const char *name, size_t len)
+{
+	for (unsigned i = 0; i < sizeof(programs) / sizeof(programs[0]); i++)
+		if (strlen(programs[i].name) == len && !memcmp(programs[i].name, name, len))
+			return (int)i;
+	return -1;
+}
+
+bool test_net_known(const char *name, size_t len)
+{
+	return find(name, len) >= 0;
+}
+
+const char *test_net(const char *name, size_t len)
+{
+	const char *err = net_open();
+	if (err)
+		return err;
+	netif.nic.kick_batch = (unsigned)net_arg("net.batch", netif.nic.kick_batch);
+	if (!netif.nic.kick_batch)
+		netif.nic.kick_batch = 1;
+	err = programs[find(name, len)].run();
+	net_report_stats();
+	return err;
+}

@@ -1,0 +1,28 @@
+/*
+ * Network benchmark programs for the probe (test=serve|udp_stream|udp_rr|udp_sink|pktgen),
+ * on the first virtio-net device; see net.h for the stack and its net.* words.
+ */
+#ifndef TEST_NET_H
+#define TEST_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+bool test_net_known(const char *name, size_t len);
+const char *test_net(const char *name, size_t len);
+
+/* Shared by the programs (test_net.c). */
+uint64_t net_arg(const char *key, uint64_t def);
+uint64_t net_secs_cycles(uint64_t secs);
+/* num / den with one decimal, as "X.Y", into out. */
+void net_fmt_ratio(char out[32], uint64_t num, uint64_t den);
+/* Resolve the peer's MAC (ARP), printing `probe: net peer_mac=...`. */
+const char *net_peer_mac(uint8_t mac[6]);
+void net_report_stats(void);
+
+const char *net_udp_stream(void);
+const char *net_pktgen(void);
+const char *net_udp_rr(void);
+
+#endif

@@ -1,0 +1,202 @@
+/* The virtio-net driver: negotiation, config space, RX refill and TX buffer pool (5.1). */
+#include "lib.h"
+#include "tsc.h"
+#include "virtio_net.h"
+#include "x86.h"
+
+#define MMIO_CONFIG	0x100 /* virtio-mmio device-specific config (4.2.2) */
+#define CFG_MAC		0
+#define CFG_STATUS	6
+#define HDR_NUM_BUFFERS 10
+#define RX_Q		0
+#define TX_QUEUE	1
+#define DEFAULT_BATCH	32
+#define STATUS_CHECK_MS 100
+
+/* One buffer per descriptor: pool and ring are the same size, so a free buffer always has
+ * a free descriptor. Not zeroed at start-up (.noinit): vnet_open clears what matters. */
+static uint8_t rx_pool[VIRTQ_MAX_SIZE][VNET_BUF_LEN]
+    __attribute__((aligned(4096), section(".noinit")));
+static uint8_t tx_pool[VIRTQ_MAX_SIZE][VNET_BUF_LEN]
+    __attribute__((aligned(4096), section(".noinit")));
+
+/* The transport core has no config accessor; both windows are plain memory-mapped here. */
+static volatile uint8_t *config(struct virtio_dev *d)
+{
+	uint64_t base = d->transport == VIRTIO_MMIO ? d->base + MMIO_CONFIG : d->devcfg;
+	return (volatile uint8_t *)base;
+}
+
+static void rx_post(struct vnet *n, uint16_t b)
+{
+	struct virtq_buf vb = {(uint64_t)rx_pool[b], VNET_BUF_LEN, true};
+	int head = virtq_add(n->rx, &vb, 1);
+	n->rx_buf_of[head] = b; /* cannot fail: one descriptor per buffer */
+}
+
+const char *vnet_open(struct vnet *n)
+{
+	memset(n, 0, sizeof(*n));
+	virtio_discover();
+	for (unsigned i = 0; i < virtio_ndevs && !n->dev; i++)
+		if (virtio_devs[i].device_id == VIRTIO_ID_NET)
+			n->dev = &virtio_devs[i];
+	if (!n->dev)
+		return "no virtio-net device";
+	struct virtio_dev *d = n->dev;
+	/* No CSUM/GUEST_CSUM or TSO: the stack computes every checksum itself. */
+	uint64_t want =
+	    1ull << VIRTIO_NET_F_MAC | 1ull << VIRTIO_NET_F_STATUS | 1ull << VIRTIO_NET_F_MRG_RXBUF;
+	const char *err = virtio_init(d, want, 2);
+	if (err)
+		return err;
+	uint64_t need_cfg = 1ull << VIRTIO_NET_F_MAC | 1ull << VIRTIO_NET_F_STATUS;
+	if (d->transport == VIRTIO_PCI && !d->devcfg && d->features & need_cfg)
+		return "virtio-net over pci without a device config window";
+	volatile uint8_t *cfg = config(d);
+	static const uint8_t fallback_mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
+	for (unsigned i = 0; i < 6; i++)
+		n->mac[i] =
+		    d->features >> VIRTIO_NET_F_MAC & 1 ? cfg[CFG_MAC + i] : fallback_mac[i];
+	vnet_read_link(n);
+	n->mrg_rxbuf = d->features >> VIRTIO_NET_F_MRG_RXBUF & 1;
+	n->rx = &d->vq[RX_Q];
+	n->tx = &d->vq[TX_QUEUE];
+	n->kick_batch = DEFAULT_BATCH;
+	for (uint16_t b = 0; b < n->rx->size; b++)
+		rx_post(n, b);
+	virtq_kick(n->rx, true);
+	/* TX headers stay zero (no offload, GSO_NONE); only the frames behind them change. */
+	n->ntx = n->tx->size;
+	for (uint16_t b = 0; b < n->ntx; b++) {
+		memset(tx_pool[b], 0, VNET_HDR_LEN);
+		n->tx_free[n->ntx_free++] = b;
+	}
+	return 0;
+}
+
+bool vnet_read_link(struct vnet *n)
+{
+	n->link_up = true; /* without STATUS the link is assumed up (5.1.4) */
+	if (n->dev->features >> VIRTIO_NET_F_STATUS & 1)
+		n->link_up =
+		    *(volatile uint16_t *)(config(n->dev) + CFG_STATUS) & VIRTIO_NET_S_LINK_UP;
+	return n->link_up;
+}
+
+void vnet_tx_reclaim(struct vnet *n)
+{
+	uint16_t id;
+	uint32_t len;
+	const char *err;
+	while (virtq_get(n->tx, &id, &len, &err)) {
+		if (err) {
+			n->err = n->err ? n->err : err;
+			return;
+		}
+		n->tx_free[n->ntx_free++] = n->tx_buf_of[id];
+	}
+}
+
+uint8_t *vnet_tx_buf(struct vnet *n)
+{
+	if (!n->ntx_free)
+		vnet_tx_reclaim(n);
+	return n->ntx_free ? tx_pool[n->tx_free[n->ntx_free - 1]] + VNET_HDR_LEN : 0;
+}
+
+void vnet_tx_send(struct vnet *n, unsigned len)
+{
+	uint16_t b = n->tx_free[--n->ntx_free];
+	struct virtq_buf vb = {(uint64_t)tx_pool[b], VNET_HDR_LEN + len, false};
+	int head = virtq_add(n->tx, &vb, 1);
+	n->tx_buf_of[head] = b;
+	n->tx_pkts++;
+	/* Not one kick per frame: EVENT_IDX makes most of these free, and the rest are few. */
+	if (++n->tx_unkicked >= n->kick_batch)
+		vnet_tx_flush(n);
+}
+
+void vnet_tx_flush(struct vnet *n)
+{
+	n->tx_unkicked = 0;
+	virtq_kick(n->tx, false);
+}
+
+const char *vnet_tx_wait(struct vnet *n, unsigned want, unsigned timeout_ms)
+{
+	if (want > n->ntx)
+		return "virtio-net tx queue too small for this datagram";
+	vnet_tx_reclaim(n);
+	if (n->ntx_free >= want)
+		return n->err;
+	vnet_tx_flush(n);
+	uint64_t t0 = rdtsc(), last = t0, limit = virtio_ms_to_cycles(timeout_ms);
+	uint64_t check = virtio_ms_to_cycles(STATUS_CHECK_MS);
+	const char *err = 0;
+	while (n->ntx_free < want && !n->err) {
+		cpu_relax();
+		vnet_tx_reclaim(n);
+		uint64_t now = rdtsc();
+		if (now - last > check) { /* a status read is an exit: rarely */
+			last = now;
+			if (virtio_status(n->dev) & VIRTIO_STATUS_DEVICE_NEEDS_RESET) {
+				err = "virtio-net needs reset";
+				break;
+			}
+		}
+		if (now - t0 > limit) {
+			err = "virtio-net tx stalled";
+			break;
+		}
+	}
+	n->tx_wait_cycles += rdtsc() - t0;
+	return err ? err : n->err;
+}
+
+const char *vnet_tx_drain(struct vnet *n, unsigned timeout_ms)
+{
+	return vnet_tx_wait(n, n->ntx, timeout_ms);
+}
+
+unsigned vnet_rx_poll(struct vnet *n, vnet_rx_fn fn, unsigned budget)
+{
+	unsigned done = 0;
+	uint16_t id;
+	uint32_t len;
+	const char *err;
+	while (done < budget && virtq_get(n->rx, &id, &len, &err)) {
+		if (err) {
+			n->err = n->err ? n->err : err;
+			break;
+		}
+		uint16_t b = n->rx_buf_of[id];
+		n->rx_refill[n->nrefill++] = b;
+		done++;
+		if (n->rx_skip) { /* the tail of a merged packet we dropped */
+			n->rx_skip--;
+			continue;
+		}
+		const uint8_t *buf = rx_pool[b];
+		uint16_t nbuf = (uint16_t)(buf[HDR_NUM_BUFFERS] | buf[HDR_NUM_BUFFERS + 1] << 8);
+		/* Without GUEST_TSO no frame needs more than one 2 KiB buffer: drop any that do. */
+		if (n->mrg_rxbuf && nbuf > 1) {
+			n->rx_skip = nbuf - 1u;
+			n->rx_drops++;
+			continue;
+		}
+		if (len < VNET_HDR_LEN + 14 || len > VNET_BUF_LEN) {
+			n->rx_drops++;
+			continue;
+		}
+		n->rx_pkts++;
+		fn(buf + VNET_HDR_LEN, len - VNET_HDR_LEN);
+	}
+	if (n->nrefill) {
+		for (unsigned i = 0; i < n->nrefill; i++)
+			rx_post(n, n->rx_refill[i]);
+		n->nrefill = 0;
+		virtq_kick(n->rx, false);
+	}
+	return done;
+}

@@ -1,0 +1,70 @@
+/*
+ * A polling virtio-net driver (virtio 1.2, 5.1): one RX queue (0) and one TX queue (1), no
+ * control queue, no offloads. Every exit is dear (see PLATFORM.md), so nothing here waits
+ * for an interrupt: used rings are polled, TX kicks are batched and RX is refilled in
+ * batches, each kick subject to EVENT_IDX.
+ */
+#ifndef VIRTIO_NET_H
+#define VIRTIO_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "virtio.h"
+
+#define VIRTIO_ID_NET 1
+
+/* Feature bits (5.1.3). */
+#define VIRTIO_NET_F_MAC       5
+#define VIRTIO_NET_F_MRG_RXBUF 15
+#define VIRTIO_NET_F_STATUS    16
+#define VIRTIO_NET_S_LINK_UP   1
+
+/* struct virtio_net_hdr_v1 (5.1.6): always 12 bytes with VERSION_1. */
+#define VNET_HDR_LEN   12
+#define VNET_BUF_LEN   2048 /* header + a 1514-byte frame, rounded up */
+#define VNET_MAX_FRAME (VNET_BUF_LEN - VNET_HDR_LEN)
+
+struct vnet {
+	struct virtio_dev *dev;
+	struct virtq *rx, *tx;
+	uint8_t mac[6];
+	bool link_up;
+	bool mrg_rxbuf;
+	const char *err; /* first device error seen on a used ring */
+	/* TX buffers: a stack of free ones, and which buffer each in-flight head carries. */
+	uint16_t tx_free[VIRTQ_MAX_SIZE];
+	unsigned ntx_free, ntx;
+	uint16_t tx_buf_of[VIRTQ_MAX_SIZE];
+	unsigned tx_unkicked, kick_batch;
+	/* RX buffers: which buffer each posted head carries; used ones wait for the refill. */
+	uint16_t rx_buf_of[VIRTQ_MAX_SIZE];
+	uint16_t rx_refill[VIRTQ_MAX_SIZE];
+	unsigned nrefill, rx_skip;
+	uint64_t tx_pkts, rx_pkts, rx_drops;
+	uint64_t tx_wait_cycles; /* spent waiting for TX room: the device was the bottleneck */
+};
+
+/* Set up the first virtio-net device (either transport) and fill its RX queue. */
+const char *vnet_open(struct vnet *n);
+/* Re-read the link state from config space (an exit: not for hot loops). */
+bool vnet_read_link(struct vnet *n);
+/*
+ * TX, zero-copy: vnet_tx_buf() is where the next frame goes (0 if every buffer is in
+ * flight even after reclaiming), vnet_tx_send() posts it without a kick; every
+ * kick_batch frames, and in vnet_tx_flush(), the device is notified if it asked.
+ */
+uint8_t *vnet_tx_buf(struct vnet *n);
+void vnet_tx_send(struct vnet *n, unsigned len);
+void vnet_tx_flush(struct vnet *n);
+/* Return completed TX buffers to the pool (polls the used ring: no exit). */
+void vnet_tx_reclaim(struct vnet *n);
+/* Flush, then spin until `want` TX buffers are free (all of them: vnet_tx_drain). */
+const char *vnet_tx_wait(struct vnet *n, unsigned want, unsigned timeout_ms);
+const char *vnet_tx_drain(struct vnet *n, unsigned timeout_ms);
+/* Hand up to budget received frames (Ethernet, no virtio header) to fn, then refill the RX
+ * queue with one kick. Returns how many used buffers were consumed. */
+typedef void (*vnet_rx_fn)(const uint8_t *frame, unsigned len);
+unsigned vnet_rx_poll(struct vnet *n, vnet_rx_fn fn, unsigned budget);
+
+#endif

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# --api-sock and `minivmm ctl`: every command, malformed and hostile input (bad JSON, unknown
+# commands, a client that leaves mid-request, an over-long line), clients one after another
+# and at once, a refused second VMM on a live socket, a stale socket replaced, and the socket
+# file removed at exit. The guest is the probe holding on its serial port.
+source "$(dirname "$0")/lib.sh"
+command -v socat >/dev/null || skip "socat is not installed (make deps)"
+
+sock=$TEST_TMP/vm.sock
+ctl() { "$MINIVMM" ctl --sock "$sock" "$@"; }
+# raw TEXT: send TEXT as-is on one connection and print what comes back.
+raw() { printf '%b' "$1" | timeout 10 socat -t 2 - "UNIX-CONNECT:$sock"; }
+
+# wait_line NAME FILE REGEX: bounded wait for a line in $TEST_TMP/NAME.FILE.
+wait_line() {
+	for _ in $(seq 300); do
+		grep -Eq -- "$3" "$TEST_TMP/$1.$2" && return 0
+		sleep 0.1
+	done
+	show "$1"
+	fail "$1: no line matching /$3/ in $2"
+}
+
+fifo=$TEST_TMP/console-in
+mkfifo "$fifo"
+"$MINIVMM" --kernel "$FW/probe.elf" --cpus 2 --rng,transport=mmio --api-sock "$sock" \
+	--cmdline "test=boot expect.cpus=2 hold=serial" <"$fifo" >"$TEST_TMP/vm.out" \
+	2>"$TEST_TMP/vm.err" &
+pid=$!
+on_exit "kill -9 $pid 2>/dev/null"
+exec 3>"$fifo"
+wait_line vm out '^probe: holding'
+[ -S "$sock" ] || fail "no socket at $sock"
+
+# status: vCPUs with their thread ids (as logged at start), the I/O thread, the devices.
+out=$(ctl status) || fail "status failed: $out"
+tid1=$(sed -n 's/^minivmm: vcpu 1: tid \([0-9]*\),.*/\1/p' "$TEST_TMP/vm.err")
+iotid=$(sed -n 's/^minivmm: io thread: tid \([0-9]*\),.*/\1/p' "$TEST_TMP/vm.err")
+grep -q '"ok":true' <<<"$out" || fail "status: $out"
+grep -q "{\"index\":1,\"tid\":$tid1,\"cpus\":\"[0-9,-]*\",\"pinned\":false,\"state\":\"running\"}" \
+	<<<"$out" || fail "status lacks vCPU 1 (tid $tid1): $out"
+grep -q "\"io_thread\":{\"tid\":$iotid," <<<"$out" || fail "status lacks the I/O thread: $out"
+grep -q '"label":"virtio-rng0","transport":"mmio","kicks":0,' <<<"$out" ||
+	fail "status lacks the rng device: $out"
+grep -q '"needs_reset":false' <<<"$out" || fail "status lacks needs_reset: $out"
+
+# pause / resume: status shows the vCPUs parked, then running again.
+out=$(ctl pause) || fail "pause failed: $out"
+grep -q '"paused_vcpus":2' <<<"$out" || fail "pause: $out"
+out=$(ctl status)
+[ "$(grep -o '"state":"paused"' <<<"$out" | wc -l)" -ge 3 ] || fail "not paused: $out"
+out=$(ctl resume) || fail "resume failed: $out"
+out=$(ctl status)
+grep -q '"state":"paused"' <<<"$out" && fail "still paused after resume: $out"
+
+# Errors: ok:false and exit 1; usage errors and no VMM: exit 2.
+rc=0; out=$(ctl balloon-set 64) || rc=$?
+[ $rc = 1 ] && grep -q '"ok":false,"error":"no balloon device' <<<"$out" ||
+	fail "balloon-set without a balloon: rc $rc, $out"
+rc=0; ctl frobnicate 2>/dev/null || rc=$?
+[ $rc = 2 ] || fail "unknown ctl command: exit $rc, expected 2"
+rc=0; "$MINIVMM" ctl status 2>/dev/null || rc=$?
+[ $rc = 2 ] || fail "ctl without --sock: exit $rc, expected 2"
+rc=0; "$MINIVMM" ctl --sock "$TEST_TMP/nothing.sock" status 2>/dev/null || rc=$?
+[ $rc = 2 ] || fail "ctl to no VMM: exit $rc, expected 2"
+
+# Hostile input on one connection: each bad line gets an error, the connection goes on.
+out=$(raw '{bad json}\n{"cmd":"nope"}\n[1,2]\n{"cmd":"status","mib":{}}\n\xff\xfe\n{"cmd":"status"}\n')
+[ "$(grep -c '"ok":false' <<<"$out")" = 5 ] || fail "malformed input: $out"
+grep -q 'unknown command \\"nope\\"' <<<"$out" || fail "no unknown-command error: $out"
+grep -q '"error":"malformed request: ' <<<"$out" || fail "no malformed-request error: $out"
+[ "$(tail -n1 <<<"$out" | grep -c '"ok":true')" = 1 ] || fail "no answer after bad lines: $out"
+
+# Half a request, then the client leaves; an over-long line is refused and closed.
+raw '{"cmd":"sta' >/dev/null
+out=$(head -c 5000 /dev/zero | tr '\0' 'x' | timeout 10 socat -t 2 - "UNIX-CONNECT:$sock")
+grep -q 'longer than 4096 bytes' <<<"$out" || fail "over-long line: $out"
+ctl status >/dev/null || fail "the VMM stopped serving after hostile clients"
+
+# Clients one after another, then several at once.
+for i in $(seq 5); do ctl status >/dev/null || fail "sequential client $i"; done
+pids=()
+for i in $(seq 6); do (ctl status >"$TEST_TMP/c$i.out") & pids+=($!); done
+for p in "${pids[@]}"; do wait "$p" || fail "a concurrent client failed"; done
+for i in $(seq 6); do grep -q '"ok":true' "$TEST_TMP/c$i.out" || fail "concurrent client $i"; done
+
+# A second VMM on the live socket is refused (set-up error, exit 2) and leaves it alone.
+run_vmm second 20 --kernel "$FW/probe.elf" --api-sock "$sock" --cmdline "test=boot"
+expect_status second 2
+expect_line second err 'another process .*listening'
+ctl status >/dev/null || fail "the first VMM lost its socket"
+
+# shutdown: exit status 0, the socket file is gone.
+out=$(ctl shutdown) || fail "shutdown failed: $out"
+VMM_STATUS=0
+timeout 20 tail --pid=$pid -f /dev/null || fail "the VMM did not stop after shutdown"
+wait $pid || VMM_STATUS=$?
+exec 3>&-
+expect_status vm 0
+[ -e "$sock" ] && fail "socket file left behind after exit"
+
+# A stale socket (its VMM was killed) is replaced at start.
+"$MINIVMM" --kernel "$FW/probe.elf" --api-sock "$sock" --console none \
+	--cmdline "test=boot hold=serial" </dev/null 2>/dev/null &
+kpid=$!
+on_exit "kill -9 $kpid 2>/dev/null"
+for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+kill -9 $kpid
+wait $kpid 2>/dev/null
+[ -S "$sock" ] || fail "no stale socket to test with"
+run_vmm stale 30 --kernel "$FW/probe.elf" --api-sock "$sock" --cmdline "test=boot"
+expect_probe_pass stale
+expect_line stale err 'replacing stale'
+[ -e "$sock" ] && fail "socket file left behind after exit"
+exit 0

@@ -1,0 +1,500 @@
+/* virtio-blk request handling against a fake guest (driver side written by hand) and a temp
+ * image: round trips through both engines and both cache modes, every bounds and layout check,
+ * the special requests, and reset with requests in flight. Completions are driven with
+ * event_loop_run_once on the test thread. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "devices/virtio/blk.h"
+#include "vmm/event_loop.h"
+#include "vmm/guest_mem.h"
+
+#define RAM_SIZE    (16u << 20)
+#define QSIZE	    256
+#define DESC_GPA    0x10000u
+#define AVAIL_GPA   0x20000u
+#define USED_GPA    0x30000u
+#define HDR_GPA	    0x40000u /* 16 bytes per request slot */
+#define STATUS_GPA  0x50000u /* 1 byte per request slot */
+#define DATA_GPA    0x100000u
+#define IMG_SECTORS 2048u /* 1 MiB image */
+
+#define T_IN	       0
+#define T_OUT	       1
+#define T_FLUSH	       4
+#define T_GET_ID       8
+#define T_DISCARD      11
+#define T_WRITE_ZEROES 13
+#define S_OK	       0
+#define S_IOERR	       1
+#define S_UNSUPP       2
+#define S_NONE	       0xee /* untouched */
+
+static uint8_t *ram;
+static struct guest_mem mem;
+static struct event_loop loop;
+static struct virtio_dev dev;
+static struct virtio_blk *blk;
+static char img_path[64];
+static int irqs, config_irqs;
+static uint16_t avail_idx, used_seen, next_desc;
+
+static void signal_queue(struct virtio_dev *d, int q)
+{
+	(void)d;
+	(void)q;
+	irqs++;
+}
+
+static void signal_config(struct virtio_dev *d)
+{
+	(void)d;
+	config_irqs++;
+}
+
+static const struct virtio_transport_ops fake_transport = {signal_queue, signal_config};
+
+static void make_image(void)
+{
+	strcpy(img_path, "/tmp/minivmm-blk-test.XXXXXX");
+	int fd = mkstemp(img_path);
+	cr_assert(fd >= 0);
+	uint8_t sector[512];
+	for (unsigned s = 0; s < IMG_SECTORS; s++) {
+		memset(sector, (int)(s & 0xff), sizeof(sector));
+		cr_assert_eq(write(fd, sector, sizeof(sector)), (ssize_t)sizeof(sector));
+	}
+	close(fd);
+}
+
+/* Create the device and bring it to DRIVER_OK with the given extra features accepted. */
+static void start(bool readonly, bool direct, bool no_uring, const char *serial)
+{
+	struct virtio_blk_options o = {0};
+	snprintf(o.path, sizeof(o.path), "%s", img_path);
+	o.readonly = readonly;
+	o.direct = direct;
+	o.no_uring = no_uring;
+	snprintf(o.serial, sizeof(o.serial), "%s", serial ? serial : "");
+	blk = virtio_blk_create(&dev, &mem, &loop, "virtio-blk0", &o);
+	cr_assert_not_null(blk);
+	dev.transport = &fake_transport;
+	virtio_dev_set_status(&dev, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	virtio_dev_set_driver_features(&dev, 0, virtio_dev_get_device_features(&dev, 0));
+	virtio_dev_set_driver_features(&dev, 1, 1); /* VERSION_1 */
+	virtio_dev_set_status(&dev, 1 | 2 | VIRTIO_STATUS_FEATURES_OK);
+	struct virtqueue *vq = &dev.vqs[0];
+	vq->size = QSIZE;
+	vq->desc_gpa = DESC_GPA;
+	vq->avail_gpa = AVAIL_GPA;
+	vq->used_gpa = USED_GPA;
+	virtio_dev_queue_ready(&dev, 0, true);
+	virtio_dev_set_status(&dev, 1 | 2 | 8 | VIRTIO_STATUS_DRIVER_OK);
+	cr_assert(dev.status & VIRTIO_STATUS_DRIVER_OK);
+	cr_assert(!dev.broken);
+}
+
+static void setup(void)
+{
+	ram = calloc(1, RAM_SIZE);
+	cr_assert_not_null(ram);
+	guest_mem_init_with(&mem, ram, RAM_SIZE);
+	cr_assert_eq(event_loop_init(&loop), 0);
+	make_image();
+	irqs = config_irqs = 0;
+	avail_idx = used_seen = next_desc = 0;
+	blk = NULL;
+}
+
+static void teardown(void)
+{
+	if (blk)
+		virtio_blk_destroy(blk);
+	event_loop_destroy(&loop);
+	unlink(img_path);
+	free(ram);
+}
+
+TestSuite(virtio_blk, .init = setup, .fini = teardown);
+
+/* --- the driver side --- */
+
+struct buf {
+	uint64_t gpa;
+	uint32_t len;
+	bool write;
+};
+
+static void put_desc(uint16_t i, uint64_t addr, uint32_t len, uint16_t flags, uint16_t next)
+{
+	uint8_t *d = ram + DESC_GPA + 16u * i;
+	memcpy(d, &addr, 8);
+	memcpy(d + 8, &len, 4);
+	memcpy(d + 12, &flags, 2);
+	memcpy(d + 14, &next, 2);
+}
+
+/* Post one chain; returns its head. */
+static uint16_t post(const struct buf *b, unsigned n)
+{
+	uint16_t head = next_desc;
+	for (unsigned i = 0; i < n; i++) {
+		uint16_t idx = (uint16_t)((next_desc + i) % QSIZE);
+		uint16_t flags = (uint16_t)((b[i].write ? 2 : 0) | (i + 1 < n ? 1 : 0));
+		put_desc(idx, b[i].gpa, b[i].len, flags, (uint16_t)((idx + 1) % QSIZE));
+	}
+	next_desc = (uint16_t)((next_desc + n) % QSIZE);
+	uint16_t *avail = (uint16_t *)(ram + AVAIL_GPA);
+	avail[2 + avail_idx % QSIZE] = head;
+	__atomic_store_n(&avail[1], ++avail_idx, __ATOMIC_RELEASE);
+	return head;
+}
+
+static uint16_t used_idx(void)
+{
+	return __atomic_load_n((uint16_t *)(ram + USED_GPA + 2), __ATOMIC_ACQUIRE);
+}
+
+static uint32_t used_len(uint16_t slot)
+{
+	uint32_t len;
+	memcpy(&len, ram + USED_GPA + 4 + 8u * (slot % QSIZE) + 4, 4);
+	return len;
+}
+
+/* Kick and run the I/O loop until n more requests completed (bounded: 5 s). */
+static void kick_and_wait(unsigned n)
+{
+	virtio_dev_queue_notify(&dev, 0);
+	for (int i = 0; i < 500 && (uint16_t)(used_idx() - used_seen) < n; i++)
+		event_loop_run_once(&loop, 10);
+	cr_assert_eq((uint16_t)(used_idx() - used_seen), n, "completions: %u of %u",
+		     (uint16_t)(used_idx() - used_seen), n);
+	used_seen = used_idx();
+}
+
+static void header(unsigned slot, uint32_t type, uint64_t sector)
+{
+	uint8_t *h = ram + HDR_GPA + 16u * slot;
+	memset(h, 0, 16);
+	memcpy(h, &type, 4);
+	memcpy(h + 8, &sector, 8);
+	ram[STATUS_GPA + slot] = S_NONE;
+}
+
+/* A well-formed request: header, optional data, status. Returns the status byte. */
+static uint8_t request(uint32_t type, uint64_t sector, uint64_t data_gpa, uint32_t len,
+		       bool data_writable)
+{
+	header(0, type, sector);
+	struct buf b[3] = {{HDR_GPA, 16, false}};
+	unsigned n = 1;
+	if (len)
+		b[n++] = (struct buf){data_gpa, len, data_writable};
+	b[n++] = (struct buf){STATUS_GPA, 1, true};
+	post(b, n);
+	kick_and_wait(1);
+	return ram[STATUS_GPA];
+}
+
+static uint8_t rd(uint64_t sector, uint64_t gpa, uint32_t len)
+{
+	return request(T_IN, sector, gpa, len, true);
+}
+
+static uint8_t wr(uint64_t sector, uint64_t gpa, uint32_t len)
+{
+	return request(T_OUT, sector, gpa, len, false);
+}
+
+static uint8_t dwz(uint32_t type, uint64_t sector, uint32_t num, uint32_t flags)
+{
+	uint8_t *seg = ram + DATA_GPA + 0x80000;
+	memcpy(seg, &sector, 8);
+	memcpy(seg + 8, &num, 4);
+	memcpy(seg + 12, &flags, 4);
+	return request(type, 0, DATA_GPA + 0x80000, 16, false);
+}
+
+static void read_image(uint64_t off, void *buf, size_t len)
+{
+	int fd = open(img_path, O_RDONLY);
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, buf, len, (off_t)off), (ssize_t)len);
+	close(fd);
+}
+
+static void round_trip(bool direct, bool no_uring, uint64_t gpa)
+{
+	start(false, direct, no_uring, NULL);
+	cr_assert_eq(virtio_blk_capacity(blk), IMG_SECTORS);
+	for (unsigned i = 0; i < 8192; i++)
+		ram[gpa + i] = (uint8_t)(i * 7 + 3);
+	cr_assert_eq(wr(100, gpa, 8192), S_OK);
+	uint8_t disk[8192];
+	read_image(100 * 512, disk, sizeof(disk));
+	cr_assert_eq(memcmp(disk, ram + gpa, sizeof(disk)), 0, "image holds the write");
+	memset(ram + gpa + 0x10000, 0, 8192);
+	cr_assert_eq(rd(100, gpa + 0x10000, 8192), S_OK);
+	cr_assert_eq(memcmp(ram + gpa + 0x10000, disk, sizeof(disk)), 0);
+	cr_assert_eq(used_len((uint16_t)(used_seen - 1)), 8192 + 1, "used len: data + status");
+	/* Untouched sectors read back as made. */
+	cr_assert_eq(rd(5, gpa, 512), S_OK);
+	cr_assert_eq(ram[gpa], 5);
+	cr_assert_eq(ram[gpa + 511], 5);
+}
+
+Test(virtio_blk, round_trip_io_uring)
+{
+	round_trip(false, false, DATA_GPA);
+	cr_assert_str_eq(virtio_blk_engine(blk), "io_uring");
+}
+
+Test(virtio_blk, round_trip_worker_threads)
+{
+	round_trip(false, true, DATA_GPA);
+	cr_assert_str_eq(virtio_blk_engine(blk), "worker threads");
+}
+
+Test(virtio_blk, round_trip_direct_aligned)
+{
+	round_trip(true, false, DATA_GPA);
+}
+
+Test(virtio_blk, round_trip_direct_unaligned_bounces)
+{
+	round_trip(true, false, DATA_GPA + 3);
+}
+
+Test(virtio_blk, round_trip_direct_worker_unaligned)
+{
+	round_trip(true, true, DATA_GPA + 100);
+}
+
+Test(virtio_blk, config_space)
+{
+	start(false, false, false, NULL);
+	uint8_t cfg[60];
+	dev.ops->read_config(&dev, 0, cfg, sizeof(cfg));
+	uint64_t cap;
+	uint32_t seg_max, blk_size;
+	memcpy(&cap, cfg, 8);
+	memcpy(&seg_max, cfg + 12, 4);
+	memcpy(&blk_size, cfg + 20, 4);
+	cr_assert_eq(cap, IMG_SECTORS);
+	cr_assert_eq(blk_size, 512);
+	cr_assert(seg_max >= 1);
+	uint64_t f = dev.device_features;
+	cr_assert(f & (1u << 9), "FLUSH");
+	cr_assert(f & (1u << 13) && f & (1u << 14), "DISCARD, WRITE_ZEROES");
+	cr_assert(f & (1u << 29) && f & (1u << 28), "EVENT_IDX, INDIRECT_DESC");
+	cr_assert(!(f & (1u << 5)), "not read-only");
+}
+
+Test(virtio_blk, out_of_range)
+{
+	start(false, false, false, NULL);
+	cr_assert_eq(rd(IMG_SECTORS - 1, DATA_GPA, 512), S_OK, "last sector");
+	cr_assert_eq(rd(IMG_SECTORS, DATA_GPA, 512), S_IOERR, "one past the end");
+	cr_assert_eq(rd(IMG_SECTORS - 1, DATA_GPA, 1024), S_IOERR, "straddles the end");
+	cr_assert_eq(wr(IMG_SECTORS, DATA_GPA, 512), S_IOERR);
+	cr_assert_eq(rd(UINT64_MAX, DATA_GPA, 512), S_IOERR, "sector near 2^64");
+	cr_assert_eq(rd(UINT64_MAX / 512 + 1, DATA_GPA, 512), S_IOERR, "sector * 512 wraps");
+	cr_assert_eq(wr(UINT64_MAX - 1, DATA_GPA, 1024), S_IOERR);
+	cr_assert_eq(rd(0, DATA_GPA, 100), S_IOERR, "not a multiple of 512");
+	cr_assert_eq(dwz(T_WRITE_ZEROES, UINT64_MAX, 2, 0), S_IOERR);
+	cr_assert_eq(dwz(T_DISCARD, IMG_SECTORS - 1, 2, 0), S_IOERR);
+	cr_assert(!dev.broken, "bad requests do not break the device");
+}
+
+Test(virtio_blk, readonly_refuses_writes)
+{
+	start(true, false, false, NULL);
+	cr_assert(dev.device_features & (1u << 5), "VIRTIO_BLK_F_RO");
+	memset(ram + DATA_GPA, 0xab, 4096);
+	cr_assert_eq(wr(0, DATA_GPA, 4096), S_IOERR);
+	cr_assert_eq(dwz(T_DISCARD, 0, 8, 0), S_IOERR);
+	cr_assert_eq(dwz(T_WRITE_ZEROES, 0, 8, 0), S_IOERR);
+	cr_assert_eq(request(T_FLUSH, 0, 0, 0, false), S_OK);
+	cr_assert_eq(rd(0, DATA_GPA, 4096), S_OK);
+	uint8_t disk[4096];
+	read_image(0, disk, sizeof(disk));
+	for (unsigned i = 0; i < sizeof(disk); i++)
+		cr_assert_eq(disk[i], i / 512, "image unchanged at %u", i);
+}
+
+Test(virtio_blk, unknown_type_unsupported)
+{
+	start(false, false, false, NULL);
+	cr_assert_eq(request(99, 0, 0, 0, false), S_UNSUPP);
+	cr_assert_eq(request(0x80000001u, 0, DATA_GPA, 512, false), S_UNSUPP);
+	cr_assert(!dev.broken);
+}
+
+Test(virtio_blk, get_id)
+{
+	start(false, false, false, "disk-serial-7");
+	memset(ram + DATA_GPA, 0xff, 20);
+	cr_assert_eq(request(T_GET_ID, 0, DATA_GPA, 20, true), S_OK);
+	cr_assert_eq(memcmp(ram + DATA_GPA, "disk-serial-7\0\0\0\0\0\0\0", 20), 0);
+	cr_assert_eq(used_len((uint16_t)(used_seen - 1)), 21);
+}
+
+Test(virtio_blk, flush)
+{
+	start(false, false, false, NULL);
+	cr_assert_eq(wr(0, DATA_GPA, 512), S_OK);
+	cr_assert_eq(request(T_FLUSH, 0, 0, 0, false), S_OK);
+	cr_assert_eq(request(T_FLUSH, 0, DATA_GPA, 512, true), S_IOERR, "flush with data");
+}
+
+Test(virtio_blk, flush_worker_threads)
+{
+	start(false, true, true, NULL);
+	cr_assert_eq(wr(0, DATA_GPA, 512), S_OK);
+	cr_assert_eq(request(T_FLUSH, 0, 0, 0, false), S_OK);
+}
+
+Test(virtio_blk, discard_and_write_zeroes)
+{
+	start(false, false, false, NULL);
+	cr_assert_eq(dwz(T_WRITE_ZEROES, 16, 8, 0), S_OK);
+	cr_assert_eq(dwz(T_WRITE_ZEROES, 32, 8, 1), S_OK, "with unmap");
+	uint8_t disk[512 * 32];
+	read_image(8 * 512, disk, sizeof(disk));
+	for (unsigned i = 0; i < sizeof(disk); i++) {
+		unsigned s = 8 + i / 512;
+		bool zero = (s >= 16 && s < 24) || (s >= 32 && s < 40);
+		cr_assert_eq(disk[i], zero ? 0 : s, "byte %u of sector %u", i % 512, s);
+	}
+	cr_assert_eq(dwz(T_DISCARD, 64, 8, 0), S_OK);
+	cr_assert_eq(dwz(T_DISCARD, 64, 8, 1), S_UNSUPP, "unmap on discard");
+	cr_assert_eq(dwz(T_WRITE_ZEROES, 64, 8, 2), S_UNSUPP, "reserved flag");
+	cr_assert_eq(dwz(T_DISCARD, 64, 0, 0), S_OK, "empty range");
+	cr_assert_eq(dwz(T_DISCARD, 0, (1u << 22) + 1, 0), S_IOERR, "above max_discard_sectors");
+	/* A segment list that is not one 16-byte segment. */
+	header(0, T_DISCARD, 0);
+	struct buf b[3] = {{HDR_GPA, 16, false}, {DATA_GPA, 8, false}, {STATUS_GPA, 1, true}};
+	post(b, 3);
+	kick_and_wait(1);
+	cr_assert_eq(ram[STATUS_GPA], S_IOERR);
+	cr_assert(!dev.broken);
+}
+
+Test(virtio_blk, bad_layouts)
+{
+	start(false, false, false, NULL);
+	/* Header too short. */
+	header(0, T_IN, 0);
+	struct buf short_hdr[2] = {{HDR_GPA, 8, false}, {STATUS_GPA, 1, true}};
+	post(short_hdr, 2);
+	kick_and_wait(1);
+	cr_assert_eq(ram[STATUS_GPA], S_IOERR);
+	/* Header device-writable. */
+	header(0, T_IN, 0);
+	struct buf w_hdr[2] = {{HDR_GPA, 16, true}, {STATUS_GPA, 1, true}};
+	post(w_hdr, 2);
+	kick_and_wait(1);
+	cr_assert_eq(ram[STATUS_GPA], S_IOERR);
+	/* A read whose data buffer is device-readable. */
+	cr_assert_eq(request(T_IN, 0, DATA_GPA, 512, false), S_IOERR);
+	/* A write whose data buffer is device-writable. */
+	cr_assert_eq(request(T_OUT, 0, DATA_GPA, 512, true), S_IOERR);
+	/* Header and data in one descriptor, status in the data's last byte: legal. */
+	header(0, T_OUT, 3);
+	memcpy(ram + DATA_GPA, ram + HDR_GPA, 16);
+	memset(ram + DATA_GPA + 16, 0x5a, 512);
+	struct buf merged[2] = {{DATA_GPA, 16 + 512, false}, {STATUS_GPA, 1, true}};
+	post(merged, 2);
+	kick_and_wait(1);
+	cr_assert_eq(ram[STATUS_GPA], S_OK);
+	uint8_t disk[512];
+	read_image(3 * 512, disk, sizeof(disk));
+	cr_assert_eq(disk[0], 0x5a);
+	cr_assert(!dev.broken);
+	/* No device-writable byte at all: nowhere to put a status, a protocol violation. */
+	header(0, T_IN, 0);
+	struct buf no_status[1] = {{HDR_GPA, 16, false}};
+	post(no_status, 1);
+	virtio_dev_queue_notify(&dev, 0);
+	cr_assert(dev.broken);
+	cr_assert(dev.status & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	cr_assert_eq(config_irqs, 1);
+}
+
+Test(virtio_blk, batch_gets_few_interrupts)
+{
+	start(false, false, false, NULL);
+	for (unsigned i = 0; i < 32; i++) {
+		header(i, T_IN, i);
+		struct buf b[3] = {{HDR_GPA + 16u * i, 16, false},
+				   {DATA_GPA + 4096u * i, 4096, true},
+				   {STATUS_GPA + i, 1, true}};
+		post(b, 3);
+	}
+	kick_and_wait(32);
+	for (unsigned i = 0; i < 32; i++) {
+		cr_assert_eq(ram[STATUS_GPA + i], S_OK);
+		cr_assert_eq(ram[DATA_GPA + 4096u * i], i);
+	}
+	cr_assert(irqs >= 1 && irqs < 32, "one interrupt per batch, not per request (%d)", irqs);
+}
+
+static void reset_in_flight(bool no_uring)
+{
+	start(false, false, no_uring, NULL);
+	memset(ram + DATA_GPA, 0xcc, 64 * 8192);
+	for (unsigned i = 0; i < 64; i++) {
+		header(i, T_IN, 8 * i);
+		struct buf b[3] = {{HDR_GPA + 16u * i, 16, false},
+				   {DATA_GPA + 8192u * i, 8192, true},
+				   {STATUS_GPA + i, 1, true}};
+		post(b, 3);
+	}
+	virtio_dev_queue_notify(&dev, 0); /* submitted, completions not yet taken */
+	virtio_dev_set_status(&dev, 0);	  /* reset waits for them and drops them */
+	cr_assert_eq(virtio_blk_inflight(blk), 0);
+	for (int i = 0; i < 5; i++)
+		event_loop_run_once(&loop, 10);
+	cr_assert_eq(used_idx(), 0, "nothing pushed after reset");
+	for (unsigned i = 0; i < 64; i++)
+		cr_assert_eq(ram[STATUS_GPA + i], S_NONE, "no status written after reset");
+	cr_assert_eq(irqs, 0);
+}
+
+Test(virtio_blk, reset_with_requests_in_flight)
+{
+	reset_in_flight(false);
+}
+
+Test(virtio_blk, reset_with_requests_in_flight_workers)
+{
+	reset_in_flight(true);
+}
+
+Test(virtio_blk, options)
+{
+	struct virtio_blk_options o;
+	char err[300];
+	char opt[200];
+	snprintf(opt, sizeof(opt), "path=%s,readonly=on,cache=none,serial=abc", img_path);
+	cr_assert_eq(virtio_blk_parse_options(opt, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert(o.readonly && o.direct);
+	cr_assert_str_eq(o.serial, "abc");
+	cr_assert_eq(virtio_blk_parse_options("readonly=on", &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "path=IMAGE is required"));
+	cr_assert_eq(virtio_blk_parse_options("path=/nonexistent/x.img", &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "cannot open"), "%s", err);
+	snprintf(opt, sizeof(opt), "path=%s,serial=123456789012345678901", img_path);
+	cr_assert_eq(virtio_blk_parse_options(opt, &o, err, sizeof(err)), -1);
+	snprintf(opt, sizeof(opt), "path=%s,cache=sometimes", img_path);
+	cr_assert_eq(virtio_blk_parse_options(opt, &o, err, sizeof(err)), -1);
+	snprintf(opt, sizeof(opt), "path=%s,bogus=1", img_path);
+	cr_assert_eq(virtio_blk_parse_options(opt, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "unknown --disk option 'bogus'"), "%s", err);
+}

@@ -1,0 +1,523 @@
+#include "api.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "devices/virtio/balloon.h"
+#include "json.h"
+#include "log.h"
+#include "vcpu.h"
+#include "virtio_devices.h"
+#include "vm.h"
+
+#define API_MAX_CLIENTS 16
+#define PAUSE_WAIT_MS	1000
+#define MIB_PAGES	((1u << 20) / BALLOON_PAGE_SIZE)
+/* A client that never reads its responses is dropped past this much queued output. */
+#define API_MAX_PENDING (1u << 20)
+
+struct api_client {
+	struct api_server *server;
+	struct event_source src;
+	int fd;
+	bool in_use;
+	bool closing; /* flush what is queued, then close */
+	char in[API_MAX_LINE + 1];
+	size_t in_len;
+	char *out;
+	size_t out_len, out_off;
+};
+
+struct api_server {
+	struct vm *vm;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int fd;
+	struct event_source src;
+	struct api_client clients[API_MAX_CLIENTS];
+};
+
+/* ---- responses ---- */
+
+static char *error_response(const char *msg)
+{
+	struct json_writer w;
+	json_writer_init(&w);
+	json_begin_object(&w);
+	json_key(&w, "ok");
+	json_bool(&w, false);
+	json_key(&w, "error");
+	json_string(&w, msg);
+	json_end_object(&w);
+	return json_writer_finish(&w, NULL);
+}
+
+static void cpus_of(pid_t tid, char *buf, size_t len)
+{
+	cpu_set_t set;
+	snprintf(buf, len, "?");
+	if (tid > 0 && sched_getaffinity(tid, sizeof(set), &set) == 0)
+		format_cpu_list(&set, buf, len);
+}
+
+static void status_vcpus(struct json_writer *w, struct vm *vm)
+{
+	json_key(w, "vcpus");
+	json_begin_array(w);
+	for (int i = 0; i < vm->nr_vcpus; i++) {
+		const struct vcpu *v = &vm->vcpus[i];
+		char cpus[256];
+		cpus_of(v->tid, cpus, sizeof(cpus));
+		json_begin_object(w);
+		json_key(w, "index");
+		json_int(w, i);
+		json_key(w, "tid");
+		json_int(w, v->tid);
+		json_key(w, "cpus");
+		json_string(w, cpus);
+		json_key(w, "pinned");
+		json_bool(w, vm->cfg->pinned[i]);
+		json_key(w, "state");
+		json_string(w, vcpu_is_paused(vm, i) ? "paused" : "running");
+		json_end_object(w);
+	}
+	json_end_array(w);
+	char cpus[256];
+	cpus_of(vm->loop.tid, cpus, sizeof(cpus));
+	json_key(w, "io_thread");
+	json_begin_object(w);
+	json_key(w, "tid");
+	json_int(w, vm->loop.tid);
+	json_key(w, "cpus");
+	json_string(w, cpus);
+	json_key(w, "pinned");
+	json_bool(w, vm->cfg->io_pinned);
+	json_end_object(w);
+}
+
+static void status_balloon(struct json_writer *w, struct virtio_balloon *b)
+{
+	struct balloon_info bi;
+	virtio_balloon_get_info(b, &bi);
+	json_key(w, "balloon");
+	json_begin_object(w);
+	json_key(w, "target_pages");
+	json_uint(w, bi.target_pages);
+	json_key(w, "target_mib");
+	json_uint(w, bi.target_pages / MIB_PAGES);
+	json_key(w, "actual_pages");
+	json_uint(w, bi.actual_pages);
+	json_key(w, "actual_mib");
+	json_uint(w, bi.actual_pages / MIB_PAGES);
+	json_key(w, "released_pages");
+	json_uint(w, bi.inflated_pages);
+	json_key(w, "inflated_pfns");
+	json_uint(w, bi.inflate_pfns);
+	json_key(w, "deflated_pfns");
+	json_uint(w, bi.deflate_pfns);
+	json_key(w, "invalid_pfns");
+	json_uint(w, bi.invalid_pfns);
+	json_key(w, "reported_bytes");
+	json_uint(w, bi.reported_bytes);
+	json_key(w, "deflate_on_oom");
+	json_bool(w, bi.deflate_on_oom);
+	json_key(w, "free_page_reporting");
+	json_bool(w, bi.reporting);
+	json_key(w, "stats_updates");
+	json_uint(w, bi.stats_updates);
+	json_key(w, "stats");
+	json_begin_object(w);
+	for (unsigned t = 0; t < BALLOON_NR_STATS; t++) {
+		if (!(bi.stats_valid & 1u << t))
+			continue;
+		json_key(w, virtio_balloon_stat_name(t));
+		json_uint(w, bi.stats[t]);
+	}
+	json_end_object(w);
+	json_end_object(w);
+	/* The next status shows fresher numbers. */
+	virtio_balloon_request_stats(b);
+}
+
+static struct virtio_balloon *find_balloon(struct vm *vm)
+{
+	for (int i = 0; vm->virtio && i < vm->virtio->nr; i++) {
+		struct virtio_balloon *b = virtio_balloon_of(&vm->virtio->slots[i]);
+		if (b)
+			return b;
+	}
+	return NULL;
+}
+
+static char *status_response(struct vm *vm)
+{
+	struct json_writer w;
+	json_writer_init(&w);
+	json_begin_object(&w);
+	json_key(&w, "ok");
+	json_bool(&w, true);
+	int paused = 0;
+	for (int i = 0; i < vm->nr_vcpus; i++)
+		paused += vcpu_is_paused(vm, i);
+	json_key(&w, "state");
+	json_string(&w, vm_is_stopping(vm) ? "stopping" : paused ? "paused" : "running");
+	json_key(&w, "memory_mib");
+	json_uint(&w, vm->cfg->memory_bytes >> 20);
+	status_vcpus(&w, vm);
+	json_key(&w, "devices");
+	json_begin_array(&w);
+	for (int i = 0; vm->virtio && i < vm->virtio->nr; i++) {
+		struct virtio_slot *slot = &vm->virtio->slots[i];
+		struct virtio_dev *dev = &slot->dev;
+		pthread_mutex_lock(&dev->lock);
+		bool needs_reset = dev->broken || (dev->status & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+		uint64_t kicks = dev->kicks, wakeups = dev->notifications, irqs = dev->interrupts;
+		pthread_mutex_unlock(&dev->lock);
+		json_begin_object(&w);
+		json_key(&w, "label");
+		json_string(&w, dev->label);
+		json_key(&w, "transport");
+		json_string(&w, slot->cfg->transport == TRANSPORT_MMIO ? "mmio" : "pci");
+		json_key(&w, "kicks");
+		json_uint(&w, kicks);
+		json_key(&w, "wakeups");
+		json_uint(&w, wakeups);
+		json_key(&w, "interrupts");
+		json_uint(&w, irqs);
+		json_key(&w, "needs_reset");
+		json_bool(&w, needs_reset);
+		json_end_object(&w);
+	}
+	json_end_array(&w);
+	struct virtio_balloon *b = find_balloon(vm);
+	if (b)
+		status_balloon(&w, b);
+	json_end_object(&w);
+	return json_writer_finish(&w, NULL);
+}
+
+static char *ok_response(const char *key, int64_t value)
+{
+	struct json_writer w;
+	json_writer_init(&w);
+	json_begin_object(&w);
+	json_key(&w, "ok");
+	json_bool(&w, true);
+	if (key) {
+		json_key(&w, key);
+		json_int(&w, value);
+	}
+	json_end_object(&w);
+	return json_writer_finish(&w, NULL);
+}
+
+static char *balloon_set(struct vm *vm, const struct json_object *req)
+{
+	const struct json_member *mib = json_get(req, "mib");
+	if (!mib || mib->type != JSON_INT)
+		return error_response("balloon-set needs an integer \"mib\"");
+	uint64_t ram_mib = vm->cfg->memory_bytes >> 20;
+	if (mib->num < 0 || (uint64_t)mib->num > ram_mib) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "mib must be 0 to %llu (the guest's RAM)",
+			 (unsigned long long)ram_mib);
+		return error_response(msg);
+	}
+	struct virtio_balloon *b = find_balloon(vm);
+	if (!b)
+		return error_response("no balloon device (start with --balloon)");
+	char err[128];
+	/* Stop the pre-faulting first: it must not refault what the guest is about to free. */
+	guest_mem_stop_populate(&vm->mem);
+	if (virtio_balloon_set_target(b, (uint64_t)mib->num * MIB_PAGES, err, sizeof(err)))
+		return error_response(err);
+	return ok_response("target_mib", mib->num);
+}
+
+char *api_handle_request(struct vm *vm, const char *line, size_t len)
+{
+	struct json_object req;
+	char err[160], msg[200];
+	if (json_parse_object(line, len, &req, err, sizeof(err))) {
+		snprintf(msg, sizeof(msg), "malformed request: %s", err);
+		return error_response(msg);
+	}
+	const struct json_member *cmd = json_get(&req, "cmd");
+	if (!cmd || cmd->type != JSON_STRING)
+		return error_response("request needs a string \"cmd\"");
+	for (int i = 0; i < req.n; i++)
+		if (strcmp(req.m[i].key, "cmd") &&
+		    !(strcmp(req.m[i].key, "mib") == 0 && !strcmp(cmd->str, "balloon-set"))) {
+			snprintf(msg, sizeof(msg), "unexpected member \"%.64s\" for \"%.64s\"",
+				 req.m[i].key, cmd->str);
+			return error_response(msg);
+		}
+	if (!strcmp(cmd->str, "status"))
+		return status_response(vm);
+	if (!strcmp(cmd->str, "balloon-set"))
+		return balloon_set(vm, &req);
+	if (!strcmp(cmd->str, "pause")) {
+		int n = vcpus_pause(vm, PAUSE_WAIT_MS);
+		if (n < vm->nr_vcpus && !vm_is_stopping(vm)) {
+			snprintf(msg, sizeof(msg), "only %d of %d vCPUs paused in time", n,
+				 vm->nr_vcpus);
+			return error_response(msg);
+		}
+		log_info("paused by the control socket");
+		return ok_response("paused_vcpus", n);
+	}
+	if (!strcmp(cmd->str, "resume")) {
+		vcpus_resume(vm);
+		log_info("resumed by the control socket");
+		return ok_response(NULL, 0);
+	}
+	if (!strcmp(cmd->str, "shutdown")) {
+		log_info("shutdown requested by the control socket");
+		vm_request_stop(vm, 0);
+		return ok_response(NULL, 0);
+	}
+	snprintf(msg, sizeof(msg),
+		 "unknown command \"%.64s\" (expected status, balloon-set, pause, resume or "
+		 "shutdown)",
+		 cmd->str);
+	return error_response(msg);
+}
+
+/* ---- connections ---- */
+
+static void client_close(struct api_client *c)
+{
+	event_loop_del_fd(&c->server->vm->loop, &c->src);
+	close(c->fd);
+	free(c->out);
+	c->out = NULL;
+	c->in_use = false;
+}
+
+/* Write what is queued; returns -1 if the connection is gone. */
+static int client_flush(struct api_client *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n <= 0)
+			return -1;
+		c->out_off += (size_t)n;
+	}
+	if (c->out_off == c->out_len) {
+		free(c->out);
+		c->out = NULL;
+		c->out_len = c->out_off = 0;
+	}
+	uint32_t ev = c->out ? EPOLLOUT : (c->closing ? 0 : EPOLLIN);
+	event_loop_mod_fd(&c->server->vm->loop, &c->src, ev | EPOLLRDHUP);
+	return 0;
+}
+
+/* Queue one response line (response is consumed; NULL means out of memory). */
+static void client_reply(struct api_client *c, char *response)
+{
+	static const char oom[] = "{\"ok\":false,\"error\":\"out of memory\"}";
+	const char *r = response ? response : oom;
+	size_t n = strlen(r);
+	char *b = c->out_len + n < API_MAX_PENDING ? realloc(c->out, c->out_len + n + 1) : NULL;
+	if (!b) {
+		c->closing = true;
+	} else {
+		memcpy(b + c->out_len, r, n);
+		b[c->out_len + n] = '\n';
+		c->out = b;
+		c->out_len += n + 1;
+	}
+	free(response);
+}
+
+static void client_lines(struct api_client *c)
+{
+	size_t start = 0;
+	for (size_t i = 0; i < c->in_len && !c->closing; i++) {
+		if (c->in[i] != '\n')
+			continue;
+		size_t len = i - start;
+		if (len && c->in[start + len - 1] == '\r')
+			len--; /* tolerate CRLF clients */
+		client_reply(c, api_handle_request(c->server->vm, c->in + start, len));
+		start = i + 1;
+	}
+	memmove(c->in, c->in + start, c->in_len - start);
+	c->in_len -= start;
+	if (c->in_len >= API_MAX_LINE && !c->closing) {
+		char msg[64];
+		snprintf(msg, sizeof(msg), "request line longer than %d bytes", API_MAX_LINE);
+		client_reply(c, error_response(msg));
+		c->closing = true;
+	}
+}
+
+static void client_event(void *opaque, uint32_t events)
+{
+	struct api_client *c = opaque;
+	if (events & EPOLLIN) {
+		for (;;) {
+			ssize_t n = recv(c->fd, c->in + c->in_len, API_MAX_LINE - c->in_len, 0);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				break;
+			if (n <= 0) {
+				/* EOF (maybe only a half-close: answers already queued still go
+				 * out) or error. A half-sent request is dropped with the client. */
+				c->closing = true;
+				break;
+			}
+			c->in_len += (size_t)n;
+			client_lines(c);
+			if (c->closing)
+				break;
+		}
+	} else if (events & (EPOLLERR | EPOLLHUP)) {
+		c->closing = true;
+	}
+	if (client_flush(c) < 0 || (c->closing && !c->out))
+		client_close(c);
+}
+
+static void accept_event(void *opaque, uint32_t events)
+{
+	(void)events;
+	struct api_server *s = opaque;
+	for (;;) {
+		int fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_warn("control socket: accept: %s", strerror(errno));
+			return;
+		}
+		struct api_client *c = NULL;
+		for (int i = 0; i < API_MAX_CLIENTS && !c; i++)
+			if (!s->clients[i].in_use)
+				c = &s->clients[i];
+		if (!c) {
+			static const char busy[] =
+			    "{\"ok\":false,\"error\":\"too many clients\"}\n";
+			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+				/* The client goes away without the message. */
+			}
+			close(fd);
+			continue;
+		}
+		memset(c, 0, sizeof(*c));
+		c->server = s;
+		c->fd = fd;
+		if (event_loop_add_fd(&s->vm->loop, &c->src, fd, EPOLLIN | EPOLLRDHUP, client_event,
+				      c)) {
+			close(fd);
+			continue;
+		}
+		c->in_use = true;
+	}
+}
+
+/* A socket file at path: replace it if nobody listens, refuse otherwise. */
+static int claim_path(const char *path, const struct sockaddr_un *addr)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT
+			   ? 0
+			   : (log_error("--api-sock %s: %s", path, strerror(errno)), -1);
+	if (!S_ISSOCK(st.st_mode)) {
+		log_error("--api-sock %s: exists and is not a socket", path);
+		return -1;
+	}
+	int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe < 0) {
+		log_error("socket: %s", strerror(errno));
+		return -1;
+	}
+	int rc = connect(probe, (const struct sockaddr *)addr, sizeof(*addr));
+	int e = errno;
+	close(probe);
+	if (rc == 0) {
+		log_error("--api-sock %s: another process (minivmm?) is listening on it", path);
+		return -1;
+	}
+	if (e != ECONNREFUSED) {
+		log_error("--api-sock %s: %s", path, strerror(e));
+		return -1;
+	}
+	log_info("control socket: replacing stale %s", path);
+	if (unlink(path) < 0 && errno != ENOENT) {
+		log_error("--api-sock %s: cannot remove the stale socket: %s", path,
+			  strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+struct api_server *api_server_start(struct vm *vm, const char *path)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(addr.sun_path)) {
+		log_error("--api-sock %s: path too long (at most %zu bytes)", path,
+			  sizeof(addr.sun_path) - 1);
+		return NULL;
+	}
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	if (claim_path(path, &addr))
+		return NULL;
+	struct api_server *s = calloc(1, sizeof(*s));
+	if (!s) {
+		log_error("out of memory");
+		return NULL;
+	}
+	s->vm = vm;
+	memcpy(s->path, addr.sun_path, sizeof(s->path));
+	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		log_error("--api-sock %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (listen(s->fd, 8) < 0 ||
+	    event_loop_add_fd(&vm->loop, &s->src, s->fd, EPOLLIN, accept_event, s)) {
+		log_error("--api-sock %s: %s", path, strerror(errno));
+		unlink(path);
+		goto fail;
+	}
+	log_info("control socket: %s", path);
+	return s;
+fail:
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s);
+	return NULL;
+}
+
+void api_server_stop(struct api_server *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < API_MAX_CLIENTS; i++)
+		if (s->clients[i].in_use) {
+			client_flush(&s->clients[i]); /* e.g. the answer to "shutdown" */
+			client_close(&s->clients[i]);
+		}
+	event_loop_del_fd(&s->vm->loop, &s->src);
+	close(s->fd);
+	unlink(s->path);
+	free(s);
+}

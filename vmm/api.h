@@ -1,0 +1,28 @@
+/* The control socket (--api-sock): a Unix stream socket served on the I/O thread, one JSON
+ * object per line in each direction. Requests: {"cmd":"status"}, {"cmd":"balloon-set","mib":N},
+ * {"cmd":"pause"}, {"cmd":"resume"}, {"cmd":"shutdown"}; responses {"ok":true,...} or
+ * {"ok":false,"error":"..."}. */
+#ifndef MINIVMM_API_H
+#define MINIVMM_API_H
+
+#include <stddef.h>
+
+struct vm;
+struct api_server;
+
+/* Longest request line; a longer one gets an error and the connection is closed. */
+#define API_MAX_LINE 4096
+
+/* Bind path and serve it on vm->loop. A stale socket file (nobody listening) is replaced; a
+ * live one (another minivmm) or a file that is not a socket is refused. NULL (logged) on
+ * failure. */
+struct api_server *api_server_start(struct vm *vm, const char *path);
+/* Close every connection and the listening socket and remove the socket file. Call once the
+ * event loop has stopped. */
+void api_server_stop(struct api_server *s);
+
+/* Handle one request line (no newline); returns the malloc'd response line (no newline), or
+ * NULL when out of memory. Runs on the I/O thread. Exposed for unit tests. */
+char *api_handle_request(struct vm *vm, const char *line, size_t len);
+
+#endif

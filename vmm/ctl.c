@@ -1,0 +1,170 @@
+#include "ctl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "json.h"
+
+#define CTL_TIMEOUT_S	 10
+#define CTL_MAX_RESPONSE (1u << 20)
+
+static int usage(const char *msg)
+{
+	if (msg)
+		fprintf(stderr, "minivmm ctl: %s\n", msg);
+	fprintf(stderr, "usage: minivmm ctl --sock PATH COMMAND [ARGS]\n"
+			"commands: status | balloon-set MIB | pause | resume | shutdown\n");
+	return 2;
+}
+
+/* The request line for argv, or NULL (message printed). */
+static char *build_request(int argc, char **argv)
+{
+	const char *cmd = argv[0];
+	int want = !strcmp(cmd, "balloon-set") ? 1 : 0;
+	if (strcmp(cmd, "status") && strcmp(cmd, "balloon-set") && strcmp(cmd, "pause") &&
+	    strcmp(cmd, "resume") && strcmp(cmd, "shutdown")) {
+		fprintf(stderr, "minivmm ctl: unknown command '%s'\n", cmd);
+		return NULL;
+	}
+	if (argc - 1 != want) {
+		fprintf(stderr, "minivmm ctl: %s takes %s\n", cmd,
+			want ? "one argument (MiB)" : "no arguments");
+		return NULL;
+	}
+	struct json_writer w;
+	json_writer_init(&w);
+	json_begin_object(&w);
+	json_key(&w, "cmd");
+	json_string(&w, cmd);
+	if (want) {
+		char *end;
+		errno = 0;
+		long long mib = strtoll(argv[1], &end, 10);
+		if (errno || *end || end == argv[1] || mib < 0) {
+			fprintf(stderr, "minivmm ctl: invalid size '%s' (MiB)\n", argv[1]);
+			json_writer_free(&w);
+			return NULL;
+		}
+		json_key(&w, "mib");
+		json_int(&w, mib);
+	}
+	json_end_object(&w);
+	return json_writer_finish(&w, NULL);
+}
+
+static int connect_to(const char *path)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(addr.sun_path)) {
+		fprintf(stderr, "minivmm ctl: socket path too long\n");
+		return -1;
+	}
+	memcpy(addr.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		fprintf(stderr, "minivmm ctl: cannot connect to %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	struct timeval tv = {.tv_sec = CTL_TIMEOUT_S};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static int send_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Read one line (without its newline) into a malloc'd buffer; NULL on error or EOF first. */
+static char *recv_line(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (len + 1 == cap) {
+			char *b = cap < CTL_MAX_RESPONSE ? realloc(buf, cap * 2) : NULL;
+			if (!b)
+				break;
+			buf = b;
+			cap *= 2;
+		}
+		ssize_t n = recv(fd, buf + len, 1, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (buf[len] == '\n') {
+			buf[len] = '\0';
+			return buf;
+		}
+		len++;
+	}
+	free(buf);
+	return NULL;
+}
+
+int ctl_main(int argc, char **argv)
+{
+	const char *sock = NULL;
+	int i = 1;
+	while (i < argc && !strncmp(argv[i], "--", 2)) {
+		if (!strcmp(argv[i], "--sock") && i + 1 < argc) {
+			sock = argv[i + 1];
+			i += 2;
+		} else if (!strncmp(argv[i], "--sock=", 7)) {
+			sock = argv[i] + 7;
+			i++;
+		} else if (!strcmp(argv[i], "--help")) {
+			usage(NULL);
+			return 0;
+		} else {
+			return usage("unknown option or missing value");
+		}
+	}
+	if (!sock || !*sock)
+		return usage("--sock PATH is required");
+	if (i >= argc)
+		return usage("no command");
+	char *req = build_request(argc - i, argv + i);
+	if (!req)
+		return usage(NULL);
+	int fd = connect_to(sock);
+	if (fd < 0) {
+		free(req);
+		return 2;
+	}
+	size_t len = strlen(req);
+	req[len] = '\n'; /* the writer's buffer has room for the NUL it replaces */
+	int rc = send_all(fd, req, len + 1);
+	free(req);
+	char *resp = rc ? NULL : recv_line(fd);
+	close(fd);
+	if (!resp) {
+		fprintf(stderr, "minivmm ctl: no response from %s\n", sock);
+		return 2;
+	}
+	printf("%s\n", resp);
+	/* The server always writes "ok" first. */
+	int status = !strncmp(resp, "{\"ok\":true", 10) ? 0 : 1;
+	free(resp);
+	return status;
+}
