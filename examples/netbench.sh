@@ -10,7 +10,7 @@
 #   g2h  guest udp_stream -> host sink: throughput as received by the host
 #   h2g  host send -> guest udp_sink: what the guest received
 #   rr   guest udp_rr <-> host echo: transactions/s and latency percentiles
-#   pps  guest pktgen -> host sink: packets/s (default size 64)
+#   pps  guest pktgen -> host sink: packets/s (the probe sends minimum frames: 18-byte datagrams)
 #   g2g  two guests on a bridge: guest A udp_stream -> guest B udp_sink
 #
 # Configurations (CFG, default minivmm:):
@@ -31,7 +31,7 @@
 # it), message size, elapsed seconds (first to last datagram received), throughput in 10^6
 # bits/s of UDP payload as received, packets/s as received, and the VMM's CPU time (utime +
 # stime of the whole VMM process, all threads) per packet over the measured interval, in
-# microseconds: per packet the guest sent (g2h, pps), received (h2g), per transaction (rr);
+# microseconds: per datagram the guest sent (g2h, pps), received (h2g), per transaction (rr);
 # for g2g the receiving VMM's CPU per packet it received.
 # Pinning: --vcpu-pin is minivmm's --pin 0=CPULIST (QEMU: the whole process is pinned there),
 # --io-pin is minivmm's --io-pin (ignored for QEMU), --host-pin pins the host tool (taskset).
@@ -119,9 +119,12 @@ for c in "${CONFIGS[@]}"; do
 	case "$c" in
 	minivmm*)
 		[ -x "$MINIVMM" ] || die "$MINIVMM not found: run 'make'"
-		"$MINIVMM" --help 2>&1 | grep -q -- '--net' || die "$MINIVMM has no --net option"
+		[[ "$("$MINIVMM" --help 2>&1)" == *--net* ]] || die "$MINIVMM has no --net option"
 		;;
-	qemu*) command -v "$QEMU" >/dev/null || die "$QEMU not found: apt-get install qemu-system-x86" ;;
+	qemu*)
+		command -v "$QEMU" >/dev/null || die "$QEMU not found: apt-get install qemu-system-x86"
+		[ -z "$IO_PIN" ] || echo "netbench: --io-pin does not apply to QEMU ($c)" >&2
+		;;
 	esac
 	case "$c" in
 	minivmm* | qemu*)

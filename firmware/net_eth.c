@@ -52,6 +52,7 @@ const char *net_open(void)
 	const char *err;
 	if ((err = net_config()) || (err = vnet_open(&netif.nic)))
 		return err;
+	netif.nic.rx_idle_fn = net_input;
 	char ip[16], peer[16], mac[18];
 	net_fmt_ip(ip, netif.ip);
 	net_fmt_ip(peer, netif.peer);

@@ -8,10 +8,11 @@
 #define CFG_MAC		0
 #define CFG_STATUS	6
 #define HDR_NUM_BUFFERS 10
-#define RX_Q		0
+#define RX_QUEUE	0
 #define TX_QUEUE	1
 #define DEFAULT_BATCH	32
 #define STATUS_CHECK_MS 100
+#define RX_IDLE_BUDGET	32
 
 /* One buffer per descriptor: pool and ring are the same size, so a free buffer always has
  * a free descriptor. Not zeroed at start-up (.noinit): vnet_open clears what matters. */
@@ -60,7 +61,7 @@ const char *vnet_open(struct vnet *n)
 		    d->features >> VIRTIO_NET_F_MAC & 1 ? cfg[CFG_MAC + i] : fallback_mac[i];
 	vnet_read_link(n);
 	n->mrg_rxbuf = d->features >> VIRTIO_NET_F_MRG_RXBUF & 1;
-	n->rx = &d->vq[RX_Q];
+	n->rx = &d->vq[RX_QUEUE];
 	n->tx = &d->vq[TX_QUEUE];
 	n->kick_batch = DEFAULT_BATCH;
 	for (uint16_t b = 0; b < n->rx->size; b++)
@@ -136,6 +137,8 @@ const char *vnet_tx_wait(struct vnet *n, unsigned want, unsigned timeout_ms)
 	const char *err = 0;
 	while (n->ntx_free < want && !n->err) {
 		cpu_relax();
+		if (n->rx_idle_fn && !n->in_rx)
+			vnet_rx_poll(n, n->rx_idle_fn, RX_IDLE_BUDGET);
 		vnet_tx_reclaim(n);
 		uint64_t now = rdtsc();
 		if (now - last > check) { /* a status read is an exit: rarely */
@@ -190,7 +193,10 @@ unsigned vnet_rx_poll(struct vnet *n, vnet_rx_fn fn, unsigned budget)
 			continue;
 		}
 		n->rx_pkts++;
+		bool nested = n->in_rx;
+		n->in_rx = true;
 		fn(buf + VNET_HDR_LEN, len - VNET_HDR_LEN);
+		n->in_rx = nested;
 	}
 	if (n->nrefill) {
 		for (unsigned i = 0; i < n->nrefill; i++)

@@ -41,6 +41,10 @@ struct vnet {
 	uint16_t rx_buf_of[VIRTQ_MAX_SIZE];
 	uint16_t rx_refill[VIRTQ_MAX_SIZE];
 	unsigned nrefill, rx_skip;
+	/* What vnet_tx_wait feeds received frames to while it waits (not while nested in
+	 * vnet_rx_poll): waiting on TX must not starve RX. 0: RX is left alone. */
+	void (*rx_idle_fn)(const uint8_t *frame, unsigned len);
+	bool in_rx;
 	uint64_t tx_pkts, rx_pkts, rx_drops;
 	uint64_t tx_wait_cycles; /* spent waiting for TX room: the device was the bottleneck */
 };

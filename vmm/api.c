@@ -268,6 +268,8 @@ char *api_handle_request(struct vm *vm, const char *line, size_t len)
 	if (!strcmp(cmd->str, "pause")) {
 		int n = vcpus_pause(vm, PAUSE_WAIT_MS);
 		if (n < vm->nr_vcpus && !vm_is_stopping(vm)) {
+			/* All or nothing: let the parked ones go again. */
+			vcpus_resume(vm);
 			snprintf(msg, sizeof(msg), "only %d of %d vCPUs paused in time", n,
 				 vm->nr_vcpus);
 			return error_response(msg);

@@ -115,19 +115,23 @@ void bottom_half_schedule(struct event_loop *loop, struct bottom_half *bh)
 }
 
 /* Run the bottom halves queued now; ones they schedule run in the next pass, so a bottom half
- * that always reschedules itself cannot starve fd handlers. */
+ * that always reschedules itself cannot starve fd handlers. Each one's next pointer is read
+ * before it is marked unscheduled: from then on, scheduling it again links it into the new list
+ * and must not cut this one short. */
 static bool run_bottom_halves(struct event_loop *loop)
 {
 	pthread_mutex_lock(&loop->bh_lock);
 	struct bottom_half *list = loop->bh_head;
 	loop->bh_head = loop->bh_tail = NULL;
-	for (struct bottom_half *bh = list; bh; bh = bh->next)
-		bh->scheduled = false;
 	pthread_mutex_unlock(&loop->bh_lock);
 	bool ran = list != NULL;
 	while (list) {
 		struct bottom_half *bh = list;
+		pthread_mutex_lock(&loop->bh_lock);
 		list = bh->next;
+		bh->next = NULL;
+		bh->scheduled = false;
+		pthread_mutex_unlock(&loop->bh_lock);
 		bh->fn(bh->opaque);
 	}
 	return ran;

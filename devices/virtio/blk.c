@@ -381,10 +381,18 @@ static int handle(struct virtio_blk *blk, const struct virtq_elem *e)
 
 static void on_done(void *opaque, struct blk_io *io, int64_t res);
 
+/* One interrupt for everything pushed since the last one. */
+static void notify(struct virtio_blk *blk)
+{
+	if (blk->pushed && !blk->dev->broken)
+		virtio_dev_notify_used(blk->dev, 0);
+	blk->pushed = false;
+}
+
 /* Pop and start requests until the ring is empty (re-arming EVENT_IDX kicks) or every request
  * slot is busy (resumed by the next completion). Requests served from the page cache have
  * completed by the time io_uring_enter returns: they are finished here at once, and the ring
- * looked at again, since a polling driver refills it meanwhile. After BLK_BUDGET requests the
+ * looked at again, since a polling driver refills it meanwhile. After four rings' worth the
  * rest waits for a bottom half, so one disk cannot monopolise the I/O thread. Kicks cost an
  * exit each: while requests are in flight every completion brings us back here anyway, so the
  * driver is asked not to kick; once idle, kicks are asked for again (and the ring checked once
@@ -424,9 +432,7 @@ static void process_queue(struct virtio_blk *blk)
 		    popped >= budget)
 			break;
 	}
-	if (blk->pushed && !dev->broken)
-		virtio_dev_notify_used(dev, 0);
-	blk->pushed = false;
+	notify(blk);
 	/* More to do and no completion pending to bring us back: continue in a bottom half. */
 	if (!dev->broken && (popped >= budget || !blk->inflight) && virtqueue_has_work(vq))
 		bottom_half_schedule(dev->loop, &blk->more);

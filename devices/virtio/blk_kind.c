@@ -9,6 +9,7 @@
 
 #include "devices/virtio/blk.h"
 #include "vmm/device_registry.h"
+#include "vmm/config.h"
 #include "vmm/options.h"
 #include "vmm/virtio_devices.h"
 #include "vmm/vm.h"
@@ -84,17 +85,21 @@ int virtio_blk_parse_options(const char *options, struct virtio_blk_options *out
 	return 0;
 }
 
+/* Parsed options live here rather than on the heap: nothing in the core frees a device's
+ * parsed options, and a VM has at most MAX_DEVICES devices. */
+static struct virtio_blk_options parsed_pool[MAX_DEVICES];
+static int parsed_used;
+
 static int blk_parse(const char *options, void **parsed, char *err, size_t errlen)
 {
-	struct virtio_blk_options *o = malloc(sizeof(*o));
-	if (!o) {
-		snprintf(err, errlen, "%s: out of memory", WHAT);
+	if (parsed_used == MAX_DEVICES) {
+		snprintf(err, errlen, "%s: more than %d disks", WHAT, MAX_DEVICES);
 		return -1;
 	}
-	if (virtio_blk_parse_options(options, o, err, errlen)) {
-		free(o);
+	struct virtio_blk_options *o = &parsed_pool[parsed_used];
+	if (virtio_blk_parse_options(options, o, err, errlen))
 		return -1;
-	}
+	parsed_used++;
 	*parsed = o;
 	return 0;
 }

@@ -56,6 +56,7 @@ struct virtio_net_config_space {
 
 struct virtio_net {
 	struct virtio_dev *dev;
+	struct event_loop *loop;
 	struct net_config cfg;
 	struct net_backend *backend;
 	struct virtio_net_config_space config;
@@ -427,7 +428,7 @@ static void virtio_net_free(struct virtio_net *n)
 	if (n->backend)
 		n->backend->ops->destroy(n->backend);
 	if (n->tx_timer.src.fn)
-		event_timer_destroy(n->dev->loop, &n->tx_timer);
+		event_timer_destroy(n->loop, &n->tx_timer);
 	free(n->elem);
 	free(n->rx_buf);
 	free(n);
@@ -442,6 +443,7 @@ static int net_create(struct virtio_slot *slot, struct vm *vm, const char *label
 		return -1;
 	}
 	n->dev = &slot->dev;
+	n->loop = &vm->loop;
 	n->cfg = *cfg;
 	n->elem = malloc(sizeof(*n->elem));
 	n->rx_buf = malloc(RX_BUF_SIZE);
@@ -482,11 +484,14 @@ static int net_create(struct virtio_slot *slot, struct vm *vm, const char *label
 	virtio_dev_init(&slot->dev, &net_ops, n, &vm->mem, &vm->loop, label);
 	slot->dev.device_features = offered_features(n) | (1ULL << VIRTIO_F_VERSION_1);
 	slot->model = n;
-	log_info("%s: %s backend%s%s, mac %02x:%02x:%02x:%02x:%02x:%02x, tx=%s (burst %u%s)", label,
-		 cfg->user ? "user-mode" : "tap", cfg->user ? "" : " ", cfg->user ? "" : cfg->tap,
-		 n->config.mac[0], n->config.mac[1], n->config.mac[2], n->config.mac[3],
-		 n->config.mac[4], n->config.mac[5], cfg->tx_mode == NET_TX_BH ? "bh" : "timer",
-		 cfg->tx_burst, cfg->tx_mode == NET_TX_TIMER ? ", timer" : "");
+	log_info("%s: %s backend%s%s, mac %02x:%02x:%02x:%02x:%02x:%02x, tx=%s (burst %u), "
+		 "offloads %s, features 0x%llx",
+		 label, cfg->user ? "user-mode" : "tap", cfg->user ? "" : " ",
+		 cfg->user ? "" : cfg->tap, n->config.mac[0], n->config.mac[1], n->config.mac[2],
+		 n->config.mac[3], n->config.mac[4], n->config.mac[5],
+		 cfg->tx_mode == NET_TX_BH ? "bh" : "timer", cfg->tx_burst,
+		 (slot->dev.device_features >> VIRTIO_NET_F_CSUM) & 1 ? "on" : "off",
+		 (unsigned long long)slot->dev.device_features);
 	return 0;
 }
 

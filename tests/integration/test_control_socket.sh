@@ -90,7 +90,8 @@ expect_status second 2
 expect_line second err 'another process .*listening'
 ctl status >/dev/null || fail "the first VMM lost its socket"
 
-# shutdown: exit status 0, the socket file is gone.
+# shutdown, of a paused VM: exit status 0, the socket file is gone.
+ctl pause >/dev/null || fail "second pause failed"
 out=$(ctl shutdown) || fail "shutdown failed: $out"
 VMM_STATUS=0
 timeout 20 tail --pid=$pid -f /dev/null || fail "the VMM did not stop after shutdown"

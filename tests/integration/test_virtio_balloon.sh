@@ -22,7 +22,7 @@ rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$pid/status"; }
 
 # start NAME BALLOON-OPTIONS GUEST-WORDS: the VMM in the background, console in NAME.out.
 start() {
-	"$MINIVMM" --kernel "$FW/probe.elf" --memory 512M "--balloon,transport=mmio$2" \
+	"$MINIVMM" --kernel "$FW/probe.elf" --memory 512M "--balloon$2" \
 		--api-sock "$sock" --cmdline "test=balloon balloon.timeout=120 $3" \
 		</dev/null >"$TEST_TMP/$1.out" 2>"$TEST_TMP/$1.err" &
 	pid=$!
@@ -39,7 +39,7 @@ finish() {
 }
 
 # --- inflate, RSS, statistics, deflate ---
-start main ",deflate-on-oom=on" "balloon.touch_mib=300"
+start main ",transport=mmio,deflate-on-oom=on" "balloon.touch_mib=300"
 wait_line main out '^probe: balloon ready touched_mib=300'
 expect_line main out '^probe: balloon transport=mmio .*deflate_on_oom=1 reporting=0'
 # A target of 0 changes nothing but stops the background pre-faulting (as any balloon-set
@@ -75,10 +75,10 @@ ctl balloon-set 0 >/dev/null || fail "balloon-set 0"
 wait_line main out '^probe: balloon deflated ok'
 finish main
 
-# --- free page reporting: the probe reports its untouched RAM once ---
-start report ",free-page-reporting=on" "balloon.touch_mib=16 balloon.report=1"
+# --- free page reporting (over virtio-pci): the probe reports its untouched RAM once ---
+start report ",transport=pci,free-page-reporting=on" "balloon.touch_mib=16 balloon.report=1"
 wait_line report out '^probe: balloon reported_mib=[1-9]'
-expect_line report out 'deflate_on_oom=0 reporting=1'
+expect_line report out 'transport=pci .*deflate_on_oom=0 reporting=1'
 out=$(ctl status)
 grep -q '"reported_bytes":[1-9]' <<<"$out" || fail "no reported bytes: $out"
 grep -q '"free_page_reporting":true' <<<"$out" || fail "reporting not shown: $out"

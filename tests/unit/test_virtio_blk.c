@@ -445,9 +445,19 @@ Test(virtio_blk, batch_gets_few_interrupts)
 	cr_assert(irqs >= 1 && irqs < 32, "one interrupt per batch, not per request (%d)", irqs);
 }
 
+static unsigned untouched(unsigned n)
+{
+	unsigned c = 0;
+	for (unsigned i = 0; i < n; i++)
+		c += ram[STATUS_GPA + i] == S_NONE;
+	return c;
+}
+
+/* Requests the device already finished may be pushed before the reset (the device completes
+ * what it can at once); those still in flight at the reset must never reach the guest. */
 static void reset_in_flight(bool no_uring)
 {
-	start(false, false, no_uring, NULL);
+	start(false, true, no_uring, NULL); /* O_DIRECT: reads really wait for the disk */
 	memset(ram + DATA_GPA, 0xcc, 64 * 8192);
 	for (unsigned i = 0; i < 64; i++) {
 		header(i, T_IN, 8 * i);
@@ -456,15 +466,16 @@ static void reset_in_flight(bool no_uring)
 				   {STATUS_GPA + i, 1, true}};
 		post(b, 3);
 	}
-	virtio_dev_queue_notify(&dev, 0); /* submitted, completions not yet taken */
-	virtio_dev_set_status(&dev, 0);	  /* reset waits for them and drops them */
+	virtio_dev_queue_notify(&dev, 0);
+	uint16_t pushed = used_idx();
+	unsigned pending = untouched(64);
+	cr_assert_eq(pending, 64u - pushed);
+	virtio_dev_set_status(&dev, 0); /* waits for the rest and drops them */
 	cr_assert_eq(virtio_blk_inflight(blk), 0);
 	for (int i = 0; i < 5; i++)
 		event_loop_run_once(&loop, 10);
-	cr_assert_eq(used_idx(), 0, "nothing pushed after reset");
-	for (unsigned i = 0; i < 64; i++)
-		cr_assert_eq(ram[STATUS_GPA + i], S_NONE, "no status written after reset");
-	cr_assert_eq(irqs, 0);
+	cr_assert_eq(used_idx(), pushed, "nothing pushed after reset");
+	cr_assert_eq(untouched(64), pending, "no status written after reset");
 }
 
 Test(virtio_blk, reset_with_requests_in_flight)
