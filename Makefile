@@ -41,10 +41,13 @@ include firmware/firmware.mk
 deps:
 	./scripts/install-deps.sh
 
-# Main job: boot the bundled firmware guest and show what it did.
+# Main job: boot the bundled firmware guest (test=demo) with user-mode networking, a 64 MiB
+# scratch disk and an rng, and show what it did.
+DEMO_DISK := $(BUILD)/demo-disk.img
 demo: all
+	truncate -s 64M $(DEMO_DISK)
 	./$(BUILD)/minivmm --kernel build/firmware/probe.bzImage --cpus 2 --memory 256M \
-		--cmdline "test=boot"
+		--net user,transport=mmio --disk path=$(DEMO_DISK) --rng --cmdline "test=demo"
 
 unit-test: $(BUILD)/unit-tests
 	./$(BUILD)/unit-tests --jobs 2
@@ -75,6 +78,9 @@ FUZZ_json_SRCS := vmm/json.c
 FUZZ_virtio_mmio_SRCS := devices/virtio/mmio.c devices/virtio/virtio.c devices/virtio/virtqueue.c \
 	devices/virtio/rng.c vmm/guest_mem.c vmm/event_loop.c vmm/log.c vmm/kvm_irq.c vmm/io_bus.c \
 	vmm/options.c
+FUZZ_virtio_pci_SRCS := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
+	devices/virtio/virtqueue.c devices/virtio/rng.c vmm/guest_mem.c vmm/event_loop.c vmm/log.c \
+	vmm/gsi_routing.c vmm/io_bus.c vmm/options.c
 
 .SECONDEXPANSION:
 .PRECIOUS: $(FUZZ_BUILD)/fuzz_%

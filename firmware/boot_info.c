@@ -1,12 +1,17 @@
 /* Copies loader data before anything touches low memory (the AP trampoline reuses it). */
+#include <stdbool.h>
+
 #include "boot_info.h"
 #include "lib.h"
 #include "probe.h"
 
-#define CMDLINE_MAX 65535 /* matches the bzImage header's cmdline_size */
+#define CMDLINE_MAX  65535 /* matches the bzImage header's cmdline_size */
+#define DTB_MAX	     (64 * 1024)
+#define IDENTITY_TOP (4ull << 30) /* what the page tables map */
 
 struct boot_info boot_info;
 static char cmdline_buf[CMDLINE_MAX + 1] __attribute__((section(".noinit")));
+static uint8_t dtb_buf[DTB_MAX] __attribute__((section(".noinit"), aligned(8)));
 
 /* PVH (xen/include/public/arch-x86/hvm/start_info.h). */
 #define HVM_START_MAGIC 0x336ec578
@@ -33,6 +38,7 @@ struct hvm_memmap_entry {
 #define BP_RAMDISK_IMAGE 0x218
 #define BP_RAMDISK_SIZE	 0x21c
 #define BP_CMD_LINE_PTR	 0x228
+#define BP_SETUP_DATA	 0x250
 #define BP_E820_TABLE	 0x2d0
 #define BP_E820_MAX	 128
 
@@ -83,6 +89,58 @@ static uint32_t bp32(const uint8_t *bp, unsigned off)
 	return v;
 }
 
+/* struct setup_data { u64 next; u32 type; u32 len; u8 data[]; } (asm/bootparam.h) */
+#define SETUP_HDR_SIZE 16
+#define SETUP_DTB      2
+#define SETUP_MAX      16 /* entries followed; the chain is untrusted and may loop */
+
+/* Is [addr, addr + len) inside one e820 RAM range, and identity-mapped? */
+static bool in_ram(uint64_t addr, uint64_t len)
+{
+	if (!addr || addr >= IDENTITY_TOP || len > IDENTITY_TOP - addr)
+		return false;
+	for (unsigned i = 0; i < boot_info.e820_count; i++) {
+		const struct e820_entry *e = &boot_info.e820[i];
+		if (e->type == E820_RAM && addr >= e->addr && addr - e->addr <= e->size &&
+		    len <= e->size - (addr - e->addr))
+			return true;
+	}
+	return false;
+}
+
+/* Needs the e820 map. The chain sits in low memory the probe reuses, so copy the DTB now. */
+static void copy_setup_data(uint64_t pa)
+{
+	for (unsigned i = 0; pa; i++) {
+		if (i == SETUP_MAX) {
+			boot_info.setup_data_err = "setup_data chain too long";
+			return;
+		}
+		if (!in_ram(pa, SETUP_HDR_SIZE)) {
+			boot_info.setup_data_err = "setup_data entry outside RAM";
+			return;
+		}
+		const uint8_t *sd = (const uint8_t *)pa;
+		uint64_t next;
+		memcpy(&next, sd, 8);
+		uint32_t type = bp32(sd, 8), len = bp32(sd, 12);
+		if (!in_ram(pa + SETUP_HDR_SIZE, len)) {
+			boot_info.setup_data_err = "setup_data entry runs past RAM";
+			return;
+		}
+		if (type == SETUP_DTB && !boot_info.dtb) {
+			if (len > DTB_MAX) {
+				boot_info.setup_data_err = "SETUP_DTB larger than 64 KiB";
+			} else {
+				memcpy(dtb_buf, sd + SETUP_HDR_SIZE, len);
+				boot_info.dtb = dtb_buf;
+				boot_info.dtb_size = len;
+			}
+		}
+		pa = next;
+	}
+}
+
 static const char *copy_linux(const uint8_t *bp)
 {
 	copy_cmdline(bp32(bp, BP_CMD_LINE_PTR) | (uint64_t)bp32(bp, BP_EXT_CMDLINE) << 32);
@@ -101,6 +159,9 @@ static const char *copy_linux(const uint8_t *bp)
 		add_e820(addr, size, bp32(e, 16));
 	}
 	memcpy(&boot_info.rsdp, bp + BP_ACPI_RSDP, 8);
+	uint64_t setup_data;
+	memcpy(&setup_data, bp + BP_SETUP_DATA, 8);
+	copy_setup_data(setup_data);
 	return 0;
 }
 

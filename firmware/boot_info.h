@@ -21,6 +21,10 @@ struct boot_info {
 	struct e820_entry e820[E820_MAX];
 	uint64_t initrd_addr, initrd_size;
 	uint64_t rsdp; /* 0 when the loader gave none */
+	/* Linux entry: the first SETUP_DTB in the setup_data chain, copied (NULL when none). */
+	const void *dtb;
+	size_t dtb_size;
+	const char *setup_data_err; /* why (part of) the chain was ignored, or NULL */
 };
 
 extern struct boot_info boot_info;

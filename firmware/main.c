@@ -10,6 +10,7 @@
 #include "test_blk.h"
 #include "test_balloon.h"
 #include "test_boot.h"
+#include "test_demo.h"
 #include "test_net.h"
 #include "test_outcomes.h"
 #include "test_rng.h"
@@ -61,6 +62,8 @@ void fw_main(uint32_t protocol, uint64_t info)
 		test_outcome(test, n); /* returns unless it is one of those */
 		if (n == 4 && !memcmp(test, "boot", 4))
 			err = test_boot(mode);
+		else if (n == 4 && !memcmp(test, "demo", 4))
+			err = test_demo(mode);
 		else if (n == 7 && !memcmp(test, "balloon", 7))
 			err = test_balloon();
 		else if (n == 3 && !memcmp(test, "rng", 3))

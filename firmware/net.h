@@ -57,6 +57,8 @@ struct netif {
 	bool static_peer_mac; /* net.peer_mac=: no ARP for the peer */
 	uint8_t peer_mac[6];
 	void (*udp_rx)(const struct udp_msg *m); /* datagrams for `port`; 0: dropped */
+	/* ICMP echo replies (pkt: the ICMP message, checksum verified); 0: counted in icmp_other */
+	void (*echo_reply_rx)(const struct ip_hdr *ip, const uint8_t *pkt, unsigned len);
 	uint64_t rx_bad, rx_frags, arp_replies, echo_replies, icmp_other;
 };
 extern struct netif netif;
@@ -84,6 +86,8 @@ uint8_t *eth_fill(uint8_t *frame, const uint8_t dst[6], uint16_t type); /* retur
 /* net_cfg.c: net.ip=A/LEN net.peer=A [net.gw=A] [net.port=N] [net.peer_port=N]
  * [net.peer_mac=XX:XX:XX:XX:XX:XX] */
 const char *net_config(void);
+/* Used by net_config() when the command line has no net.ip / net.peer (0: required). */
+extern const char *net_default_ip, *net_default_peer;
 
 /* arp.c */
 void arp_input(const uint8_t *pkt, unsigned len);
@@ -98,6 +102,9 @@ const char *ipv4_send(const uint8_t mac[6], uint32_t dst, uint8_t proto, const v
 
 /* icmp.c */
 void icmp_input(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t *pkt, unsigned len);
+/* An echo request (ping) of dlen bytes of data to dst via mac; flushed. */
+const char *icmp_echo_send(const uint8_t mac[6], uint32_t dst, uint16_t id, uint16_t seq,
+			   const void *data, unsigned dlen);
 
 /* udp.c */
 void udp_input(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t *pkt, unsigned len);

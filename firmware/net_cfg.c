@@ -1,15 +1,30 @@
 /* The interface's addresses and ports from the command line (net.* words). */
 #include "boot_info.h"
 #include "cmdline.h"
+#include "lib.h"
 #include "net.h"
 
 #define DEFAULT_PORT 9000
 
-static const char *get_ip(const char *key, uint32_t *ip, bool required)
+const char *net_default_ip, *net_default_peer;
+
+/* The value of key, or def (if set) when the command line lacks it. */
+static bool word(const char *key, const char *def, const char **v, size_t *n)
+{
+	if (cmdline_get(boot_info.cmdline, key, v, n))
+		return true;
+	if (!def)
+		return false;
+	*v = def;
+	*n = strlen(def);
+	return true;
+}
+
+static const char *get_ip(const char *key, const char *def, uint32_t *ip, bool required)
 {
 	const char *v;
 	size_t n;
-	if (!cmdline_get(boot_info.cmdline, key, &v, &n))
+	if (!word(key, def, &v, &n))
 		return required ? "missing net.ip or net.peer" : 0;
 	return net_parse_ip(v, (unsigned)n, ip) ? 0 : "bad IPv4 address in net.*";
 }
@@ -32,7 +47,7 @@ const char *net_config(void)
 {
 	const char *v, *err;
 	size_t n, slash = 0;
-	if (!cmdline_get(boot_info.cmdline, "net.ip", &v, &n))
+	if (!word("net.ip", net_default_ip, &v, &n))
 		return "missing net.ip (net.ip=A.B.C.D/LEN)";
 	while (slash < n && v[slash] != '/')
 		slash++;
@@ -43,11 +58,11 @@ const char *net_config(void)
 		return "bad net.ip address";
 	uint32_t host_mask = prefix ? ~0u << (32 - prefix) : 0;
 	netif.mask = __builtin_bswap32(host_mask);
-	if ((err = get_ip("net.peer", &netif.peer, true)))
+	if ((err = get_ip("net.peer", net_default_peer, &netif.peer, true)))
 		return err;
 	/* The peer doubles as the gateway unless net.gw names another. */
 	netif.gw = netif.peer;
-	if ((err = get_ip("net.gw", &netif.gw, false)))
+	if ((err = get_ip("net.gw", 0, &netif.gw, false)))
 		return err;
 	if (cmdline_get(boot_info.cmdline, "net.peer_mac", &v, &n)) {
 		for (unsigned i = 0; i < 6; i++) {

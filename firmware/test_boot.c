@@ -13,6 +13,8 @@
 #define AP_TIMEOUT_MIN 4000000000ull /* TSC cycles */
 #define LOW_RAM_MAX    (3ull << 30)  /* RAM above this sits above 4 GiB (MMIO hole) */
 
+struct boot_summary boot_summary;
+
 static bool param(const char *key, const char **val, size_t *len)
 {
 	return cmdline_get(boot_info.cmdline, key, val, len);
@@ -97,6 +99,7 @@ static const char *check_cpus(uint32_t khz)
 	if (timeout < AP_TIMEOUT_MIN)
 		timeout = AP_TIMEOUT_MIN;
 	smp_boot(&cpus, timeout, &res);
+	boot_summary.cpus_online = res.online;
 	for (unsigned i = 0; i < res.online; i++)
 		kprintf("probe: cpu %u apic_id=%u online\n", i, res.apic_id[i]);
 	unsigned listed = cpus.count ? cpus.count : 1;
@@ -128,6 +131,7 @@ static void compute(enum exec_mode mode, uint32_t khz)
 	}
 	uint64_t ns = cycles * 1000000 / khz;
 	uint64_t rate = ns ? iters * 1000 / ns : 0;
+	boot_summary.miter_per_s = rate;
 	kprintf("probe: compute iterations=%lu tsc_cycles=%lu ns=%lu miter_per_s=%lu\n", iters,
 		cycles, ns, rate);
 }
@@ -136,6 +140,8 @@ const char *test_boot(enum exec_mode mode)
 {
 	const char *err;
 	uint32_t khz = tsc_khz();
+	boot_summary.tsc_khz = khz;
+	boot_summary.ram_bytes = ram_total();
 	if ((err = check_e820()) || (err = check_initrd()) || (err = check_cpus(khz)))
 		return err;
 	compute(mode, khz);

@@ -108,7 +108,7 @@ struct virtio_dev {
 	enum virtio_transport transport;
 	const struct virtio_ops *ops;
 	uint32_t device_id;
-	/* virtio-mmio: register window and IRQ from virtio_mmio.device= */
+	/* virtio-mmio: register window and IRQ (from the DTB or virtio_mmio.device=) */
 	uint64_t base, size;
 	uint32_t irq;
 	/* virtio-pci: location and the structures the capabilities point at */

@@ -1,9 +1,11 @@
 /*
- * virtio-mmio, version 2 only (virtio 1.2, 4.2.2). Devices come from the kernel command
- * line, in Linux's format: virtio_mmio.device=<size>[KMG]@<baseaddr>:<irq>[:<id>].
+ * virtio-mmio, version 2 only (virtio 1.2, 4.2.2). Devices come from the loader's device
+ * tree (SETUP_DTB) when there is one, else from the kernel command line, in Linux's format:
+ * virtio_mmio.device=<size>[KMG]@<baseaddr>:<irq>[:<id>].
  */
 #include "boot_info.h"
 #include "cmdline.h"
+#include "fdt.h"
 #include "ioapic.h"
 #include "lib.h"
 #include "printf.h"
@@ -98,7 +100,8 @@ static const char *queue_enable(struct virtio_dev *d, struct virtq *vq)
 	return 0;
 }
 
-/* The `:irq` of the command-line entry is a GSI; ISA-style: edge-triggered, active high. */
+/* The `:irq` of the command-line entry (or the first `interrupts` cell) is a GSI; ISA-style:
+ * edge-triggered, active high. */
 static const char *irq_setup(struct virtio_dev *d)
 {
 	if (!ioapic_route(d->irq, d->vec_cfg, (uint8_t)lapic_id(), false))
@@ -189,11 +192,30 @@ static bool is_space(char c)
 	return c == ' ' || c == '\t' || c == '\n';
 }
 
-void virtio_mmio_discover(void)
+/* Keep a usable entry, sorted by address; false once the table is full. */
+static bool add_entry(struct mmio_entry *found, unsigned *n, const struct mmio_entry *e)
+{
+	if (e->size < MMIO_MIN_SIZE || e->base >= IDENTITY_TOP ||
+	    e->size > IDENTITY_TOP - e->base || e->base & 3) {
+		kprintf("probe: virtio-mmio 0x%lx size=%lu not usable (below 4 GiB only)\n",
+			e->base, e->size);
+		return true;
+	}
+	if (*n == MAX_ENTRIES)
+		return false;
+	/* Insertion sort by address. */
+	unsigned i = (*n)++;
+	for (; i > 0 && found[i - 1].base > e->base; i--)
+		found[i] = found[i - 1];
+	found[i] = *e;
+	return true;
+}
+
+/* virtio_mmio.device= words, in Linux's format. */
+static unsigned from_cmdline(struct mmio_entry *found)
 {
 	static const char key[] = "virtio_mmio.device=";
 	const size_t klen = sizeof(key) - 1;
-	struct mmio_entry found[MAX_ENTRIES];
 	unsigned n = 0;
 	const char *s = boot_info.cmdline;
 	while (s && *s) {
@@ -212,19 +234,41 @@ void virtio_mmio_discover(void)
 			serial_write("\n", 1);
 			continue;
 		}
-		if (e.size < MMIO_MIN_SIZE || e.base + e.size > IDENTITY_TOP || e.base & 3) {
-			kprintf("probe: virtio-mmio 0x%lx size=%lu not usable (below 4 GiB only)\n",
-				e.base, e.size);
-			continue;
-		}
-		if (n == MAX_ENTRIES)
+		if (!add_entry(found, &n, &e))
 			break;
-		/* Insertion sort by address. */
-		unsigned i = n++;
-		for (; i > 0 && found[i - 1].base > e.base; i--)
-			found[i] = found[i - 1];
-		found[i] = e;
 	}
+	return n;
+}
+
+/* The "virtio,mmio" nodes of the loader's device tree; -1 if the tree is unusable. */
+static int from_dtb(struct mmio_entry *found)
+{
+	struct fdt_mmio_dev devs[MAX_ENTRIES];
+	const char *err;
+	int total = fdt_virtio_mmio(boot_info.dtb, boot_info.dtb_size, devs, MAX_ENTRIES, &err);
+	if (total < 0) {
+		kprintf("probe: dtb unusable (%s), using the command line\n", err);
+		return -1;
+	}
+	kprintf("probe: virtio-mmio devices from dtb: %d\n", total);
+	unsigned n = 0;
+	for (int i = 0; i < total && i < MAX_ENTRIES; i++) {
+		struct mmio_entry e = {devs[i].base, devs[i].size, devs[i].irq};
+		if (!add_entry(found, &n, &e))
+			break;
+	}
+	return (int)n;
+}
+
+void virtio_mmio_discover(void)
+{
+	struct mmio_entry found[MAX_ENTRIES];
+	int got = -1;
+	if (boot_info.setup_data_err)
+		kprintf("probe: %s\n", boot_info.setup_data_err);
+	if (boot_info.dtb)
+		got = from_dtb(found);
+	unsigned n = got >= 0 ? (unsigned)got : from_cmdline(found);
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t base = found[i].base;
 		uint32_t magic = mmio_read32(base + MMIO_MAGIC);

@@ -230,6 +230,7 @@ static int parse_device(const struct device_kind_desc *kind, const char *arg, st
 		snprintf(rest + used, sizeof(rest) - used, "%s%s%s%s", used ? "," : "", kv->key,
 			 kv->has_value ? "=" : "", kv->value);
 	}
+	/* On success the configuration owns *parsed (cli_free_config). */
 	if (kind->parse(rest, &d->parsed, err, errlen))
 		return -1;
 	cfg->nr_devices++;
@@ -496,4 +497,13 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 	if (pin_arg && parse_pin_list(pin_arg, cfg->nr_cpus, host_cpu_count(), cfg, err, errlen))
 		return CLI_ERROR;
 	return CLI_RUN;
+}
+
+void cli_free_config(struct vm_config *cfg)
+{
+	for (int i = 0; i < cfg->nr_devices; i++) {
+		free(cfg->devices[i].parsed);
+		cfg->devices[i].parsed = NULL;
+	}
+	cfg->nr_devices = 0;
 }

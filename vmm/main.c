@@ -178,6 +178,7 @@ int main(int argc, char **argv)
 		return 0;
 	case CLI_ERROR:
 		fprintf(stderr, "minivmm: %s\n", err);
+		cli_free_config(&cfg);
 		return EXIT_USAGE;
 	case CLI_RUN:
 		break;
@@ -266,5 +267,6 @@ out_vm:
 		close(sig_fd);
 	if (!cfg.quiet)
 		log_info("exit status %d", status);
+	cli_free_config(&cfg);
 	return status;
 }

@@ -430,15 +430,14 @@ static int balloon_parse(const char *options, void **parsed, char *err, size_t e
 			    "deflate-on-oom=, free-page-reporting=, transport=", err, errlen);
 		}
 	}
-	/* A static pool, like the other kinds: nothing to free on any exit path. */
-	static struct balloon_options pool[MAX_DEVICES];
-	static int used;
-	if (used == MAX_DEVICES) {
-		snprintf(err, errlen, "--balloon: too many devices");
+	/* Owned by the configuration from here on (cli_free_config frees it). */
+	struct balloon_options *copy = malloc(sizeof(*copy));
+	if (!copy) {
+		snprintf(err, errlen, "--balloon: out of memory");
 		return -1;
 	}
-	pool[used] = o;
-	*parsed = &pool[used++];
+	*copy = o;
+	*parsed = copy;
 	return 0;
 }
 

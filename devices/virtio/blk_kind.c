@@ -85,21 +85,18 @@ int virtio_blk_parse_options(const char *options, struct virtio_blk_options *out
 	return 0;
 }
 
-/* Parsed options live here rather than on the heap: nothing in the core frees a device's
- * parsed options, and a VM has at most MAX_DEVICES devices. */
-static struct virtio_blk_options parsed_pool[MAX_DEVICES];
-static int parsed_used;
-
+/* The parsed options belong to the configuration from here on (cli_free_config frees them). */
 static int blk_parse(const char *options, void **parsed, char *err, size_t errlen)
 {
-	if (parsed_used == MAX_DEVICES) {
-		snprintf(err, errlen, "%s: more than %d disks", WHAT, MAX_DEVICES);
+	struct virtio_blk_options *o = malloc(sizeof(*o));
+	if (!o) {
+		snprintf(err, errlen, "%s: out of memory", WHAT);
 		return -1;
 	}
-	struct virtio_blk_options *o = &parsed_pool[parsed_used];
-	if (virtio_blk_parse_options(options, o, err, errlen))
+	if (virtio_blk_parse_options(options, o, err, errlen)) {
+		free(o);
 		return -1;
-	parsed_used++;
+	}
 	*parsed = o;
 	return 0;
 }

@@ -121,45 +121,42 @@ static unsigned tx_flush(struct virtio_net *n, unsigned burst, bool *more)
 	return done;
 }
 
-/* The bottom half: drain a burst; reschedule after a full one, else re-enable kicks and look
- * once more, so a frame queued meanwhile is never stranded. */
-static void tx_bh_run(void *opaque)
+/* One transmit pass, from the bottom half or the timer: drain a burst; after a full one, or if
+ * frames arrived while kicks were being re-enabled, ask for another pass (kicks stay off), so a
+ * frame queued meanwhile is never stranded. Returns whether another pass is needed. */
+static bool tx_pass(struct virtio_net *n)
 {
-	struct virtio_net *n = opaque;
 	struct virtio_dev *dev = n->dev;
+	bool again = false;
 	pthread_mutex_lock(&dev->lock);
 	if (live(n) && !n->tx_blocked) {
 		struct virtqueue *vq = &dev->vqs[TX_QUEUE];
 		bool more;
 		tx_flush(n, n->cfg.tx_burst, &more);
 		if (more) {
-			bottom_half_schedule(dev->loop, &n->tx_bh);
+			again = true;
 		} else if (!n->tx_blocked && !dev->broken && virtqueue_set_notification(vq, true)) {
 			virtqueue_set_notification(vq, false);
-			bottom_half_schedule(dev->loop, &n->tx_bh);
+			again = true;
 		}
 	}
 	pthread_mutex_unlock(&dev->lock);
+	return again;
+}
+
+static void tx_bh_run(void *opaque)
+{
+	struct virtio_net *n = opaque;
+	if (tx_pass(n))
+		bottom_half_schedule(n->loop, &n->tx_bh);
 }
 
 /* The timer algorithm: a kick arms a timer, the timer flushes the ring. */
 static void tx_timer_run(void *opaque)
 {
 	struct virtio_net *n = opaque;
-	struct virtio_dev *dev = n->dev;
-	pthread_mutex_lock(&dev->lock);
-	if (live(n) && !n->tx_blocked) {
-		struct virtqueue *vq = &dev->vqs[TX_QUEUE];
-		bool more;
-		tx_flush(n, n->cfg.tx_burst, &more);
-		if (more) {
-			event_timer_arm(&n->tx_timer, (uint64_t)n->cfg.tx_timer_us * 1000);
-		} else if (!n->tx_blocked && !dev->broken && virtqueue_set_notification(vq, true)) {
-			virtqueue_set_notification(vq, false);
-			event_timer_arm(&n->tx_timer, (uint64_t)n->cfg.tx_timer_us * 1000);
-		}
-	}
-	pthread_mutex_unlock(&dev->lock);
+	if (tx_pass(n))
+		event_timer_arm(&n->tx_timer, (uint64_t)n->cfg.tx_timer_us * 1000);
 }
 
 static void tx_kick(struct virtio_net *n)

@@ -38,10 +38,12 @@ run_vmm io-pin 60 --kernel "$FW/probe.elf" --rng,transport=mmio --io-pin 0 --cmd
 expect_probe_pass io-pin
 expect_line io-pin err '^minivmm: io thread: tid [0-9]+, host cpus 0 \(pinned\)$'
 
-# The machine description: dtc reads it back, and it lists the device with its interrupt.
+# The machine description: dtc reads it back, and it lists the device with its interrupt;
+# handed over as SETUP_DTB, it is where the probe takes the devices from.
 run_vmm dtb 60 --kernel "$FW/probe.bzImage" --rng,transport=mmio --rng,transport=mmio \
 	--dump-dtb "$TEST_TMP/machine.dtb" --dtb --cmdline "test=rng expect.rng=2"
 expect_probe_pass dtb
+expect_line dtb out '^probe: virtio-mmio devices from dtb: 2'
 if command -v dtc >/dev/null; then
 	dtc -I dtb -O dts "$TEST_TMP/machine.dtb" >"$TEST_TMP/machine.dts" 2>/dev/null ||
 		fail "dtc cannot read the dumped device tree"

@@ -1,0 +1,110 @@
+/* libFuzzer target: the virtio-pci transport driven by arbitrary guest accesses to its PCI
+ * configuration space (ECAM) and its BAR (common, notify, ISR, device, MSI-X regions), with a
+ * virtio-rng device behind it and guest memory whose contents come from the input too.
+ * Input: u8 n, then n 8-byte operations {u8 kind, u8 len, u16 offset, u32 value}, then bytes
+ * copied to the start of guest RAM. kind 0: config read/write, 1: BAR read/write, 2: kick. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch/x86/layout.h"
+#include "devices/pci.h"
+#include "devices/virtio/pci.h"
+#include "devices/virtio/rng.h"
+#include "vmm/event_loop.h"
+#include "vmm/gsi_routing.h"
+#include "vmm/log.h"
+
+#define RAM_SIZE (1u << 20)
+#define SEED_LEN 4096
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void set_irq(void *opaque, int gsi, int level)
+{
+	(void)opaque;
+	(void)gsi;
+	(void)level;
+}
+
+static int irqfd(void *opaque, int gsi, int fd, bool add)
+{
+	(void)opaque;
+	(void)gsi;
+	(void)fd;
+	(void)add;
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static uint8_t *ram;
+	static struct event_loop loop;
+	if (!ram) {
+		ram = malloc(RAM_SIZE);
+		log_set_quiet(true);
+		if (event_loop_init(&loop))
+			abort();
+	}
+	if (size < 1)
+		return 0;
+	size_t nops = data[0];
+	data++;
+	size--;
+	if (nops * 8 > size)
+		nops = size / 8;
+	memset(ram, 0, RAM_SIZE);
+	size_t rest = size - nops * 8;
+	memcpy(ram, data + nops * 8, rest < SEED_LEN ? rest : SEED_LEN);
+
+	struct guest_mem mem;
+	guest_mem_init_with(&mem, ram, RAM_SIZE);
+	struct io_bus mmio, pio;
+	io_bus_init(&mmio);
+	io_bus_init(&pio);
+	struct pci_bus bus;
+	pci_bus_init(&bus, &mmio, PCI_MMIO_BASE, PCI_MMIO_END);
+	if (pci_bus_register(&bus, &pio, PCI_ECAM_BASE))
+		abort();
+	struct gsi_routing *routing = gsi_routing_create(-1);
+	struct virtio_dev dev;
+	struct virtio_rng *rng = virtio_rng_create(&dev, &mem, &loop, "fuzz-rng");
+	struct virtio_pci vp;
+	struct virtio_pci_host host = {
+	    .set_irq = set_irq, .irqfd = irqfd, .routing = routing, .loop = &loop};
+	char err[128];
+	if (virtio_pci_init(&vp, &dev, &host, err, sizeof(err)))
+		abort();
+	int slot = pci_bus_add_device(&bus, &vp.pci);
+	if (slot < 1)
+		abort();
+
+	for (size_t i = 0; i < nops; i++, data += 8) {
+		uint8_t kind = data[0] % 3;
+		uint32_t len = 1u << (data[1] & 3);
+		uint16_t offset;
+		uint32_t value;
+		memcpy(&offset, data + 2, 2);
+		memcpy(&value, data + 4, 4);
+		uint8_t buf[8] = {0};
+		memcpy(buf, &value, 4);
+		bool is_write = data[1] & 4;
+		if (kind == 0)
+			pci_bus_ecam_io(&bus, (uint64_t)slot << 15 | (offset & 0xfff), buf, len,
+					is_write);
+		else if (kind == 1)
+			io_bus_access(&mmio, PCI_MMIO_BASE + (offset & 0x3fff), buf, len, is_write);
+		else
+			virtio_dev_queue_notify(&dev, value & 1);
+		event_loop_run_once(&loop, 0);
+	}
+	pci_bus_destroy(&bus);
+	virtio_pci_cleanup(&vp);
+	virtio_dev_set_status(&dev, 0);
+	virtio_rng_destroy(rng);
+	pthread_mutex_destroy(&dev.lock);
+	gsi_routing_destroy(routing);
+	io_bus_destroy(&mmio);
+	io_bus_destroy(&pio);
+	return 0;
+}
