@@ -255,9 +255,16 @@ static bool rx_deliver(struct virtio_net *n)
 		chains++;
 		copied += n_copy;
 	}
-	if (copied < len)
-		n->rx_dropped++; /* truncated: the guest posted buffers too small for this frame */
-	else {
+	if (copied < len) {
+		/* The guest's buffers are too small for this frame: drop it, returning the first
+		 * buffer with just a header (drivers discard such runts) and the others unused. */
+		n->rx_dropped++;
+		while (chains > 1) {
+			virtqueue_unpop(vq);
+			chains--;
+		}
+		used[0].len = NET_HDR_LEN;
+	} else {
 		n->rx_packets++;
 		n->rx_bytes += len - NET_HDR_LEN;
 	}
@@ -431,41 +438,41 @@ static void virtio_net_free(struct virtio_net *n)
 	free(n);
 }
 
-static int net_create(struct virtio_slot *slot, struct vm *vm, const char *label)
+struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *mem,
+				     struct event_loop *loop, const struct net_config *cfg,
+				     const char *label, virtio_net_open_fn open_backend)
 {
-	const struct net_config *cfg = slot->cfg->parsed;
 	struct virtio_net *n = calloc(1, sizeof(*n));
 	if (!n) {
 		log_error("%s: out of memory", label);
-		return -1;
+		return NULL;
 	}
-	n->dev = &slot->dev;
-	n->loop = &vm->loop;
+	n->dev = dev;
+	n->loop = loop;
 	n->cfg = *cfg;
 	n->elem = malloc(sizeof(*n->elem));
 	n->rx_buf = malloc(RX_BUF_SIZE);
 	if (!n->elem || !n->rx_buf) {
 		log_error("%s: out of memory", label);
 		virtio_net_free(n);
-		return -1;
+		return NULL;
 	}
 	bottom_half_init(&n->tx_bh, tx_bh_run, n);
 	bottom_half_init(&n->rx_bh, rx_bh_run, n);
-	if (event_timer_init(&vm->loop, &n->tx_timer, tx_timer_run, n)) {
+	if (event_timer_init(loop, &n->tx_timer, tx_timer_run, n)) {
 		virtio_net_free(n);
-		return -1;
+		return NULL;
 	}
 	struct net_backend_client client = {.rx_ready = backend_rx_ready,
 					    .tx_ready = backend_tx_ready,
 					    .link_down = backend_link_down,
 					    .opaque = n};
 	char err[200];
-	n->backend = cfg->user ? slirp_backend_open(cfg, &vm->loop, &client, err, sizeof(err))
-			       : tap_backend_open(cfg->tap, &vm->loop, &client, err, sizeof(err));
+	n->backend = open_backend(cfg, loop, &client, err, sizeof(err));
 	if (!n->backend) {
 		log_error("%s: %s", label, err);
 		virtio_net_free(n);
-		return -1;
+		return NULL;
 	}
 	memcpy(n->config.mac, cfg->mac, 6);
 	if (!cfg->mac_set) {
@@ -478,18 +485,47 @@ static int net_create(struct virtio_slot *slot, struct vm *vm, const char *label
 	n->config.max_virtqueue_pairs = 1;
 	n->config.mtu = NET_MTU;
 	/* Every device shares net_ops; the offered features are per device. */
-	virtio_dev_init(&slot->dev, &net_ops, n, &vm->mem, &vm->loop, label);
-	slot->dev.device_features = offered_features(n) | (1ULL << VIRTIO_F_VERSION_1);
-	slot->model = n;
+	virtio_dev_init(dev, &net_ops, n, mem, loop, label);
+	dev->device_features = offered_features(n) | (1ULL << VIRTIO_F_VERSION_1);
 	log_info("%s: %s backend%s%s, mac %02x:%02x:%02x:%02x:%02x:%02x, tx=%s (burst %u), "
 		 "offloads %s, features 0x%llx",
-		 label, cfg->user ? "user-mode" : "tap", cfg->user ? "" : " ",
+		 label, cfg->user ? "user-mode" : n->backend->ops->name, cfg->user ? "" : " ",
 		 cfg->user ? "" : cfg->tap, n->config.mac[0], n->config.mac[1], n->config.mac[2],
 		 n->config.mac[3], n->config.mac[4], n->config.mac[5],
 		 cfg->tx_mode == NET_TX_BH ? "bh" : "timer", cfg->tx_burst,
-		 (slot->dev.device_features >> VIRTIO_NET_F_CSUM) & 1 ? "on" : "off",
-		 (unsigned long long)slot->dev.device_features);
-	return 0;
+		 (dev->device_features >> VIRTIO_NET_F_CSUM) & 1 ? "on" : "off",
+		 (unsigned long long)dev->device_features);
+	return n;
+}
+
+void virtio_net_stats(const struct virtio_net *n, struct virtio_net_stats *out)
+{
+	*out = (struct virtio_net_stats){.tx_packets = n->tx_packets,
+					 .tx_bytes = n->tx_bytes,
+					 .tx_dropped = n->tx_dropped,
+					 .rx_packets = n->rx_packets,
+					 .rx_bytes = n->rx_bytes,
+					 .rx_dropped = n->rx_dropped};
+}
+
+void virtio_net_destroy(struct virtio_net *n)
+{
+	virtio_net_free(n);
+}
+
+static struct net_backend *open_tap_or_user(const struct net_config *cfg, struct event_loop *loop,
+					    const struct net_backend_client *client, char *err,
+					    size_t errlen)
+{
+	return cfg->user ? slirp_backend_open(cfg, loop, client, err, errlen)
+			 : tap_backend_open(cfg->tap, loop, client, err, errlen);
+}
+
+static int net_create(struct virtio_slot *slot, struct vm *vm, const char *label)
+{
+	slot->model = virtio_net_create(&slot->dev, &vm->mem, &vm->loop, slot->cfg->parsed, label,
+					open_tap_or_user);
+	return slot->model ? 0 : -1;
 }
 
 static void net_destroy(struct virtio_slot *slot)

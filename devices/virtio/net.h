@@ -32,4 +32,29 @@ struct net_config {
 
 int net_config_parse(const char *options, struct net_config *cfg, char *err, size_t errlen);
 
+struct virtio_dev;
+struct guest_mem;
+struct event_loop;
+struct net_backend;
+struct net_backend_client;
+struct virtio_net;
+
+/* Opens the backend for cfg, whose callbacks (client) lead back into the device. */
+typedef struct net_backend *(*virtio_net_open_fn)(const struct net_config *cfg,
+						  struct event_loop *loop,
+						  const struct net_backend_client *client,
+						  char *err, size_t errlen);
+
+/* The device model on the backend open_backend gives (tap, user, or a test's fake); it
+ * initialises dev. Returns NULL (logged) on failure. */
+struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *mem,
+				     struct event_loop *loop, const struct net_config *cfg,
+				     const char *label, virtio_net_open_fn open_backend);
+void virtio_net_destroy(struct virtio_net *n);
+
+struct virtio_net_stats {
+	uint64_t tx_packets, tx_bytes, tx_dropped, rx_packets, rx_bytes, rx_dropped;
+};
+void virtio_net_stats(const struct virtio_net *n, struct virtio_net_stats *out);
+
 #endif

@@ -1,0 +1,351 @@
+/* virtio-net against a fake backend and a fake guest driver: transmit with the burst cap and
+ * back-pressure, mergeable receive, receive flow control, frames too big for the buffers, and
+ * a transmit chain shorter than the header. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devices/net/backend.h"
+#include "devices/virtio/net.h"
+#include "devices/virtio/virtio.h"
+#include "vmm/event_loop.h"
+
+#define RAM_SIZE (16u << 20)
+#define QSIZE	 16
+#define RXQ	 0
+#define TXQ	 1
+#define F_MRG	 15
+
+/* ---- the fake backend ---- */
+
+struct fake {
+	struct net_backend be;
+	uint8_t sent[64][2048];
+	size_t sent_len[64];
+	int nsent;
+	uint8_t rx[8][2048];
+	size_t rx_len[8];
+	int rx_head, rx_count;
+	bool rx_enabled;
+	int eagain_at; /* make the send with this index return -EAGAIN once (-1: never) */
+};
+
+static struct fake *fake;
+
+static int fake_send(struct net_backend *be, const struct iovec *iov, int iovcnt)
+{
+	struct fake *f = (struct fake *)be;
+	if (f->nsent == f->eagain_at) {
+		f->eagain_at = -1;
+		return -EAGAIN;
+	}
+	size_t len = 0;
+	for (int i = 0; i < iovcnt; i++) {
+		memcpy(f->sent[f->nsent] + len, iov[i].iov_base, iov[i].iov_len);
+		len += iov[i].iov_len;
+	}
+	f->sent_len[f->nsent++] = len;
+	return 0;
+}
+
+static ssize_t fake_recv(struct net_backend *be, uint8_t *buf, size_t len)
+{
+	struct fake *f = (struct fake *)be;
+	if (!f->rx_count)
+		return 0;
+	size_t n = f->rx_len[f->rx_head] < len ? f->rx_len[f->rx_head] : len;
+	memcpy(buf, f->rx[f->rx_head], n);
+	f->rx_head++;
+	f->rx_count--;
+	return (ssize_t)n;
+}
+
+static void fake_offloads(struct net_backend *be, struct net_offloads *o)
+{
+	(void)be;
+	memset(o, 0, sizeof(*o));
+}
+
+static int fake_set_rx_offloads(struct net_backend *be, const struct net_offloads *o)
+{
+	(void)be;
+	(void)o;
+	return 0;
+}
+
+static void fake_set_rx_enabled(struct net_backend *be, bool enabled)
+{
+	((struct fake *)be)->rx_enabled = enabled;
+}
+
+static void fake_destroy(struct net_backend *be)
+{
+	(void)be;
+}
+
+static const struct net_backend_ops fake_ops = {
+    .name = "fake",
+    .send = fake_send,
+    .recv = fake_recv,
+    .offloads_supported = fake_offloads,
+    .set_rx_offloads = fake_set_rx_offloads,
+    .set_rx_enabled = fake_set_rx_enabled,
+    .destroy = fake_destroy,
+};
+
+static struct net_backend_client client;
+
+static struct net_backend *open_fake(const struct net_config *cfg, struct event_loop *loop,
+				     const struct net_backend_client *c, char *err, size_t errlen)
+{
+	(void)cfg;
+	(void)err;
+	(void)errlen;
+	fake->be.ops = &fake_ops;
+	fake->be.loop = loop;
+	fake->be.client = *c;
+	client = *c;
+	return &fake->be;
+}
+
+/* ---- the fake transport and guest ---- */
+
+static int queue_irqs, config_irqs;
+
+static void signal_queue(struct virtio_dev *d, int q)
+{
+	(void)d;
+	(void)q;
+	queue_irqs++;
+}
+
+static void signal_config(struct virtio_dev *d)
+{
+	(void)d;
+	config_irqs++;
+}
+
+static const struct virtio_transport_ops transport = {.signal_queue = signal_queue,
+						      .signal_config = signal_config};
+
+static uint8_t *ram;
+static struct guest_mem mem;
+static struct event_loop loop;
+static struct virtio_dev dev;
+static struct virtio_net *net;
+static uint16_t avail_idx[2];
+
+static uint64_t ring_base(int q)
+{
+	return 0x10000 + (uint64_t)q * 0x10000;
+}
+
+static void *gpa(uint64_t a)
+{
+	return ram + a;
+}
+
+static void start(uint32_t burst, bool mergeable)
+{
+	ram = calloc(1, RAM_SIZE);
+	guest_mem_init_with(&mem, ram, RAM_SIZE);
+	cr_assert_eq(event_loop_init(&loop), 0);
+	fake = calloc(1, sizeof(*fake));
+	fake->eagain_at = -1;
+	struct net_config cfg;
+	char err[128];
+	cr_assert_eq(net_config_parse("tap=fake", &cfg, err, sizeof(err)), 0, "%s", err);
+	cfg.tx_burst = burst;
+	net = virtio_net_create(&dev, &mem, &loop, &cfg, "net-test0", open_fake);
+	cr_assert_not_null(net);
+	dev.transport = &transport;
+	queue_irqs = config_irqs = 0;
+	avail_idx[0] = avail_idx[1] = 0;
+	virtio_dev_set_status(&dev, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	virtio_dev_set_driver_features(&dev, 0, mergeable ? 1u << F_MRG : 0);
+	virtio_dev_set_driver_features(&dev, 1, 1); /* VERSION_1 */
+	for (int q = 0; q < 2; q++) {
+		dev.vqs[q].size = QSIZE;
+		dev.vqs[q].desc_gpa = ring_base(q);
+		dev.vqs[q].avail_gpa = ring_base(q) + 0x1000;
+		dev.vqs[q].used_gpa = ring_base(q) + 0x2000;
+		virtio_dev_queue_ready(&dev, q, true);
+	}
+	virtio_dev_set_status(&dev, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+					VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK);
+	cr_assert_eq(dev.status & VIRTIO_STATUS_DRIVER_OK, VIRTIO_STATUS_DRIVER_OK);
+	event_loop_run_once(&loop, 0); /* activation's receive kick-off */
+}
+
+static void stop(void)
+{
+	virtio_dev_set_status(&dev, 0);
+	virtio_net_destroy(net);
+	event_loop_destroy(&loop);
+	free(fake);
+	free(ram);
+}
+
+/* Post a one-descriptor chain on queue q: buffer at addr of len bytes. */
+static void post(int q, uint16_t desc, uint64_t addr, uint32_t len, bool writable)
+{
+	struct virtq_desc *d = gpa(ring_base(q));
+	d[desc] = (struct virtq_desc){
+	    .addr = addr, .len = len, .flags = writable ? VIRTQ_DESC_F_WRITE : 0};
+	uint16_t *avail = gpa(ring_base(q) + 0x1000);
+	avail[2 + avail_idx[q] % QSIZE] = desc;
+	avail_idx[q]++;
+	__atomic_store_n(&avail[1], avail_idx[q], __ATOMIC_RELEASE);
+}
+
+static uint16_t used_idx(int q)
+{
+	return *(uint16_t *)gpa(ring_base(q) + 0x2000 + 2);
+}
+
+static uint32_t used_len(int q, int i)
+{
+	uint32_t *e = gpa(ring_base(q) + 0x2000 + 4 + 8 * (uint64_t)i);
+	return e[1];
+}
+
+/* A transmit frame: 12-byte header then payload bytes of value tag. */
+static void post_tx(uint16_t desc, uint32_t payload, uint8_t tag)
+{
+	uint64_t addr = 0x100000 + (uint64_t)desc * 0x1000;
+	memset(gpa(addr), 0, NET_HDR_LEN);
+	memset(gpa(addr + NET_HDR_LEN), tag, payload);
+	post(TXQ, desc, addr, NET_HDR_LEN + payload, false);
+}
+
+Test(virtio_net, transmit_sends_every_frame_in_order)
+{
+	start(256, true);
+	for (uint16_t i = 0; i < 5; i++)
+		post_tx(i, 60 + i, (uint8_t)(0x10 + i));
+	virtio_dev_queue_notify(&dev, TXQ);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 5);
+	for (int i = 0; i < 5; i++) {
+		cr_assert_eq(fake->sent_len[i], NET_HDR_LEN + 60 + (size_t)i);
+		cr_assert_eq(fake->sent[i][NET_HDR_LEN], 0x10 + i);
+	}
+	cr_assert_eq(used_idx(TXQ), 5);
+	stop();
+}
+
+Test(virtio_net, burst_cap_reschedules_until_the_ring_is_empty)
+{
+	start(2, true);
+	for (uint16_t i = 0; i < 5; i++)
+		post_tx(i, 64, (uint8_t)i);
+	virtio_dev_queue_notify(&dev, TXQ);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 2, "one bottom-half pass sends one burst");
+	/* No further kick: the bottom half must come back by itself. */
+	for (int i = 0; i < 5 && fake->nsent < 5; i++)
+		event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 5, "no frame stranded at the burst cap");
+	cr_assert_eq(used_idx(TXQ), 5);
+	stop();
+}
+
+Test(virtio_net, backend_back_pressure_keeps_the_frame)
+{
+	start(256, true);
+	fake->eagain_at = 1;
+	for (uint16_t i = 0; i < 3; i++)
+		post_tx(i, 64, (uint8_t)(0x40 + i));
+	virtio_dev_queue_notify(&dev, TXQ);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 1, "stops at the full backend");
+	cr_assert_eq(used_idx(TXQ), 1);
+	client.tx_ready(client.opaque);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 3);
+	cr_assert_eq(fake->sent[1][NET_HDR_LEN], 0x41, "the held frame goes next, in order");
+	cr_assert_eq(used_idx(TXQ), 3);
+	stop();
+}
+
+static void queue_rx_frame(size_t payload, uint8_t tag)
+{
+	int i = fake->rx_head + fake->rx_count;
+	memset(fake->rx[i], 0, NET_HDR_LEN);
+	memset(fake->rx[i] + NET_HDR_LEN, tag, payload);
+	fake->rx_len[i] = NET_HDR_LEN + payload;
+	fake->rx_count++;
+}
+
+Test(virtio_net, mergeable_receive_spans_buffers)
+{
+	start(256, true);
+	for (uint16_t i = 0; i < 8; i++)
+		post(RXQ, i, 0x200000 + (uint64_t)i * 0x1000, 256, true);
+	queue_rx_frame(1000, 0x77);
+	client.rx_ready(client.opaque);
+	cr_assert_eq(used_idx(RXQ), 4, "1012 bytes in 256-byte buffers: 4 of them");
+	uint32_t total = 0;
+	for (int i = 0; i < 4; i++)
+		total += used_len(RXQ, i);
+	cr_assert_eq(total, NET_HDR_LEN + 1000);
+	uint8_t *first = gpa(0x200000);
+	cr_assert_eq(first[10] | first[11] << 8, 4, "num_buffers");
+	cr_assert_eq(((uint8_t *)gpa(0x203000))[0], 0x77);
+	cr_assert_geq(queue_irqs, 1);
+	stop();
+}
+
+Test(virtio_net, receive_waits_for_buffers_without_dropping)
+{
+	start(256, true);
+	post(RXQ, 0, 0x200000, 2048, true);
+	post(RXQ, 1, 0x201000, 2048, true);
+	for (int i = 0; i < 3; i++)
+		queue_rx_frame(100, (uint8_t)(0x20 + i));
+	client.rx_ready(client.opaque);
+	cr_assert_eq(used_idx(RXQ), 2);
+	cr_assert_not(fake->rx_enabled, "no buffers: stop reading the backend");
+	cr_assert_eq(fake->rx_count, 0, "the third frame is held by the device, not dropped");
+	post(RXQ, 2, 0x202000, 2048, true);
+	virtio_dev_queue_notify(&dev, RXQ);
+	cr_assert_eq(used_idx(RXQ), 3);
+	cr_assert_eq(((uint8_t *)gpa(0x202000))[NET_HDR_LEN], 0x22);
+	cr_assert(fake->rx_enabled, "reading resumes once the guest posts buffers");
+	struct virtio_net_stats st;
+	virtio_net_stats(net, &st);
+	cr_assert_eq(st.rx_packets, 3);
+	cr_assert_eq(st.rx_dropped, 0);
+	stop();
+}
+
+Test(virtio_net, frame_too_big_for_the_buffer_is_dropped_cleanly)
+{
+	start(256, false); /* no MRG_RXBUF: one buffer per frame */
+	post(RXQ, 0, 0x200000, 100, true);
+	post(RXQ, 1, 0x201000, 2048, true);
+	queue_rx_frame(500, 0x55);
+	queue_rx_frame(50, 0x66);
+	client.rx_ready(client.opaque);
+	cr_assert_eq(used_idx(RXQ), 2);
+	cr_assert_eq(used_len(RXQ, 0), NET_HDR_LEN, "a header-only runt, which drivers discard");
+	cr_assert_eq(used_len(RXQ, 1), NET_HDR_LEN + 50);
+	struct virtio_net_stats st;
+	virtio_net_stats(net, &st);
+	cr_assert_eq(st.rx_dropped, 1);
+	cr_assert_eq(st.rx_packets, 1);
+	stop();
+}
+
+Test(virtio_net, transmit_chain_shorter_than_the_header_breaks_the_device)
+{
+	start(256, true);
+	post(TXQ, 0, 0x100000, 4, false);
+	virtio_dev_queue_notify(&dev, TXQ);
+	event_loop_run_once(&loop, 0);
+	cr_assert(dev.status & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	cr_assert_eq(config_irqs, 1);
+	cr_assert_eq(fake->nsent, 0);
+	stop();
+}
