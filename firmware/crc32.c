@@ -13,13 +13,18 @@ static void crc32_init(void)
 	}
 }
 
-uint32_t crc32(const void *data, size_t len)
+uint32_t crc32_update(uint32_t crc, const void *data, size_t len)
 {
 	const uint8_t *p = data;
-	uint32_t c = 0xffffffffu;
+	uint32_t c = crc ^ 0xffffffffu;
 	if (!table[1])
 		crc32_init();
 	while (len--)
 		c = table[(c ^ *p++) & 0xff] ^ (c >> 8);
 	return c ^ 0xffffffffu;
+}
+
+uint32_t crc32(const void *data, size_t len)
+{
+	return crc32_update(0, data, len);
 }

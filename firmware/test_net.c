@@ -136,8 +136,13 @@ static const struct {
 	const char *name;
 	const char *(*run)(void);
 } programs[] = {
-    {"serve", serve},	    {"udp_sink", udp_sink}, {"udp_stream", net_udp_stream},
-    {"udp_rr", net_udp_rr}, {"pktgen", net_pktgen},
+    {"serve", serve},
+    {"udp_sink", udp_sink},
+    {"udp_stream", net_udp_stream},
+    {"udp_rr", net_udp_rr},
+    {"pktgen", net_pktgen},
+    {"bulk_send", net_bulk_send},
+    {"bulk_recv", net_bulk_recv},
 };
 
 static int find(const char *name, size_t len)

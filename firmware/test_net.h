@@ -1,5 +1,6 @@
 /*
- * Network benchmark programs for the probe (test=serve|udp_stream|udp_rr|udp_sink|pktgen),
+ * Network benchmark programs for the probe (test=serve|udp_stream|udp_rr|udp_sink|pktgen|
+ * bulk_send|bulk_recv),
  * on the first virtio-net device; see net.h for the stack and its net.* words.
  */
 #ifndef TEST_NET_H
@@ -24,5 +25,7 @@ void net_report_stats(void);
 const char *net_udp_stream(void);
 const char *net_pktgen(void);
 const char *net_udp_rr(void);
+const char *net_bulk_send(void); /* test_net_bulk.c */
+const char *net_bulk_recv(void);
 
 #endif

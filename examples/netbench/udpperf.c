@@ -4,6 +4,8 @@
 //   udpperf echo [--port P] [--bind IP] [--buf BYTES] [--idle-ms N] [--wait-secs N]
 //   udpperf send --dest IP [--port P] [--size S] [--secs N] [--buf BYTES]
 //   udpperf rr   --dest IP [--port P] [--size S] [--secs N] [--timeout-ms N]
+//   udpperf bulk-recv [--port P] [--mib N] [--wait-secs N] [--idle-ms N]
+//   udpperf bulk-send --dest IP [--port P] [--mib N] [--wait-secs N]
 //
 // sink   receives datagrams on a port and counts them; it reports once no datagram has arrived
 //        for --idle-ms (after the first one), after --secs from the first datagram, or after
@@ -12,6 +14,12 @@
 // send   streams datagrams of --size bytes to --dest for --secs seconds.
 // rr     request/response: one datagram out, waits for the reply; transactions/s and latency
 //        percentiles (a request lost for --timeout-ms is counted in lost= and sent again).
+// bulk-send / bulk-recv  a reliable transfer of --mib MiB (default 64) in 1024-byte datagrams
+//        with go-back-N and a CRC-32 of the content (the protocol of firmware/test_net_bulk.c);
+//        every datagram's content is checked on arrival. bulk-recv waits --wait-secs for the
+//        first datagram, fails after --idle-ms (default 10000) without one, and its --buf
+//        defaults to 4 MiB; bulk-send fails after --wait-secs without ack progress. Both
+//        exit with status 1 unless ok=1.
 //
 // Common options:
 //   --buf BYTES          socket buffer (SO_RCVBUF for sink/echo/rr, SO_SNDBUF for send); the
@@ -58,6 +66,7 @@ struct opts {
 	int idle_ms;
 	double wait_secs;
 	int timeout_ms;
+	int mib;
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -77,9 +86,10 @@ static void die(const char *what)
 static void usage_error(const char *msg, const char *arg)
 {
 	fprintf(stderr, "udpperf: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
-	fprintf(stderr, "usage: udpperf sink|echo|send|rr [--port P] [--dest IP] [--bind IP] "
+	fprintf(stderr, "usage: udpperf sink|echo|send|rr|bulk-send|bulk-recv [--port P] [--dest "
+			"IP] [--bind IP] "
 			"[--size S] [--secs N] [--buf BYTES] [--idle-ms N] [--wait-secs N] "
-			"[--timeout-ms N] [--cpu-pid-file FILE] [--ready-file FILE]\n");
+			"[--timeout-ms N] [--mib N] [--cpu-pid-file FILE] [--ready-file FILE]\n");
 	exit(2);
 }
 
@@ -441,6 +451,282 @@ static int run_rr(const struct opts *o)
 	return 0;
 }
 
+// Reliable bulk transfer (bulk-send / bulk-recv), the protocol of firmware/test_net_bulk.c:
+//   data "BULK" u32 seq, BULK_PAYLOAD bytes (xorshift32 words seeded with seq*2654435761+1)
+//   ack  "BACK" u32 next (cumulative; every BULK_ACK_EVERY accepted and for every drop)
+//   end  "BEND" u32 total, u32 crc32 of all payload (answered with an ack)
+// Go-back-N with a window of BULK_WINDOW datagrams and a BULK_RTO_MS timeout. Little endian.
+#define BULK_MAGIC     0x4b4c5542u // "BULK"
+#define BACK_MAGIC     0x4b434142u // "BACK"
+#define BEND_MAGIC     0x444e4542u // "BEND"
+#define BULK_HDR       8
+#define BULK_PAYLOAD   1024
+#define BULK_WINDOW    128
+#define BULK_ACK_EVERY 16
+#define BULK_RTO_MS    20
+#define BULK_END_TRIES 50
+#define BULK_LINGER_MS 300
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void bulk_fill(unsigned char *p, uint32_t seq)
+{
+	uint32_t x = seq * 2654435761u + 1;
+	if (!x)
+		x = 1;
+	for (int i = 0; i < BULK_PAYLOAD; i += 4) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		put32(p + i, x);
+	}
+}
+
+// CRC-32 (zlib): crc32_update(0, ...) starts one.
+static uint32_t crc32_update(uint32_t crc, const unsigned char *p, size_t len)
+{
+	static uint32_t table[256];
+	if (!table[1])
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+			for (int k = 0; k < 8; k++)
+				c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+			table[i] = c;
+		}
+	uint32_t c = crc ^ 0xffffffffu;
+	while (len--)
+		c = table[(c ^ *p++) & 0xff] ^ (c >> 8);
+	return c ^ 0xffffffffu;
+}
+
+static void print_bulk_rate(uint32_t datagrams, double secs)
+{
+	double bytes = (double)datagrams * BULK_PAYLOAD;
+	printf(" secs=%.3f mbps=%.2f", secs, secs > 0 ? bytes * 8 / secs / 1e6 : 0);
+}
+
+static int run_bulk_send(const struct opts *o)
+{
+	int fd = make_socket(o, false);
+	struct sockaddr_in to = dest_addr(o);
+	if (connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0)
+		die("connect");
+	uint32_t total = (uint32_t)o->mib * (1024 * 1024 / BULK_PAYLOAD);
+	uint32_t next = 0, high = 0, acked = 0, crc = 0, rewound_at = UINT32_MAX;
+	unsigned long long retransmits = 0;
+	static unsigned char d[BULK_HDR + BULK_PAYLOAD], r[64];
+	double start = now_s(), last_progress = start, last_rewind = start;
+	bool ok = true;
+	while (acked < total) {
+		if (stop_flag) {
+			ok = false;
+			break;
+		}
+		for (int burst = 0; next < total && next < acked + BULK_WINDOW && burst < 32;
+		     burst++) {
+			put32(d, BULK_MAGIC);
+			put32(d + 4, next);
+			bulk_fill(d + BULK_HDR, next);
+			if (send(fd, d, sizeof(d), 0) < 0) {
+				if (errno == ENOBUFS || errno == EAGAIN || errno == ECONNREFUSED ||
+				    errno == EINTR)
+					break; // sent again after a rewind
+				die("send");
+			}
+			if (next == high) {
+				crc = crc32_update(crc, d + BULK_HDR, BULK_PAYLOAD);
+				high++;
+			} else {
+				retransmits++;
+			}
+			next++;
+		}
+		// Acks: wait only when the window is full (or everything is out).
+		bool full = next >= total || next >= acked + BULK_WINDOW;
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, full ? 1 : 0) < 0 && errno != EINTR)
+			die("poll");
+		bool dup = false;
+		ssize_t got;
+		while ((got = recv(fd, r, sizeof(r), MSG_DONTWAIT)) >= 0) {
+			if (got < 8 || get32(r) != BACK_MAGIC)
+				continue;
+			uint32_t n = get32(r + 4);
+			if (n > acked && n <= total) {
+				acked = n;
+				last_progress = last_rewind = now_s();
+				if (next < acked)
+					next = acked;
+			} else if (n == acked) {
+				dup = true;
+			}
+		}
+		if (errno != EAGAIN && errno != ECONNREFUSED && errno != EINTR)
+			die("recv");
+		double t = now_s();
+		if (t - last_progress > o->wait_secs) {
+			fprintf(stderr, "udpperf: bulk-send: no ack progress for %.0f s\n",
+				o->wait_secs);
+			ok = false;
+			break;
+		}
+		if (next > acked &&
+		    (t - last_rewind > BULK_RTO_MS / 1e3 || (dup && rewound_at != acked))) {
+			next = acked;
+			rewound_at = acked;
+			last_rewind = t;
+		}
+	}
+	double secs = now_s() - start;
+	bool ended = false;
+	if (ok) {
+		while (recv(fd, r, sizeof(r), MSG_DONTWAIT) >= 0) // acks still in flight
+			;
+		unsigned char e[12];
+		put32(e, BEND_MAGIC);
+		put32(e + 4, total);
+		put32(e + 8, crc);
+		for (int i = 0; i < BULK_END_TRIES && (!ended || i < 3); i++) {
+			if (send(fd, e, sizeof(e), 0) < 0 && errno != ECONNREFUSED &&
+			    errno != ENOBUFS)
+				die("send");
+			struct pollfd p = {.fd = fd, .events = POLLIN};
+			double t0 = now_s();
+			while (now_s() - t0 < 0.1 && poll(&p, 1, 10) >= 0) {
+				ssize_t got = recv(fd, r, sizeof(r), MSG_DONTWAIT);
+				if (got >= 8 && get32(r) == BACK_MAGIC && get32(r + 4) == total) {
+					ended = true;
+					break;
+				}
+			}
+		}
+	}
+	ok = ok && ended;
+	printf("udpperf: mode=bulk-send mib=%d datagrams=%u retransmits=%llu", o->mib, high,
+	       retransmits);
+	print_bulk_rate(acked, secs);
+	printf(" crc32=%08x ok=%d\n", crc, ok);
+	close(fd);
+	return ok ? 0 : 1;
+}
+
+static int run_bulk_recv(const struct opts *o)
+{
+	int fd = make_socket(o, true);
+	bind_local(fd, o);
+	uint32_t total = (uint32_t)o->mib * (1024 * 1024 / BULK_PAYLOAD);
+	uint32_t next = 0, crc = 0, end_crc = 0;
+	unsigned long long out_of_order = 0, corrupt = 0;
+	static unsigned char bufs[BATCH][BULK_HDR + BULK_PAYLOAD + 64], expect[BULK_PAYLOAD];
+	struct mmsghdr mm[BATCH];
+	struct iovec iov[BATCH];
+	struct sockaddr_in from[BATCH];
+	double start = now_s(), first = 0, last = start, end_t = 0;
+	bool ended = false, end_ok = false;
+	const char *why = NULL;
+	for (;;) {
+		if (stop_flag) {
+			why = "interrupted";
+			break;
+		}
+		double t = now_s();
+		if (ended && t - end_t > BULK_LINGER_MS / 1e3)
+			break;
+		if (!next && !ended && t - start > o->wait_secs) {
+			why = "no datagram arrived";
+			break;
+		}
+		if (next && !ended && t - last > o->idle_ms / 1e3) {
+			why = "the transfer stalled";
+			break;
+		}
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 10) < 0 && errno != EINTR)
+			die("poll");
+		for (int i = 0; i < BATCH; i++) {
+			iov[i] = (struct iovec){.iov_base = bufs[i], .iov_len = sizeof(bufs[i])};
+			mm[i].msg_hdr = (struct msghdr){.msg_iov = &iov[i],
+							.msg_iovlen = 1,
+							.msg_name = &from[i],
+							.msg_namelen = sizeof(from[i])};
+		}
+		int n = recvmmsg(fd, mm, BATCH, MSG_DONTWAIT, NULL);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			die("recvmmsg");
+		}
+		t = now_s();
+		for (int i = 0; i < n; i++) {
+			const unsigned char *b = bufs[i];
+			size_t len = mm[i].msg_len;
+			bool send_ack = false;
+			if (len < 8)
+				continue;
+			if (get32(b) == BEND_MAGIC && len >= 12) {
+				if (!ended) {
+					ended = true;
+					end_crc = get32(b + 8);
+					end_ok = get32(b + 4) == total && next == total;
+				}
+				end_t = t;
+				send_ack = true;
+			} else if (get32(b) != BULK_MAGIC) {
+				continue;
+			} else if (get32(b + 4) != next || next >= total) {
+				out_of_order++;
+				send_ack = true;
+			} else {
+				bulk_fill(expect, next);
+				if (len != BULK_HDR + BULK_PAYLOAD ||
+				    memcmp(b + BULK_HDR, expect, BULK_PAYLOAD)) {
+					corrupt++;
+					send_ack = true;
+				} else {
+					crc = crc32_update(crc, b + BULK_HDR, BULK_PAYLOAD);
+					if (!next)
+						first = t;
+					last = t;
+					next++;
+					send_ack = next % BULK_ACK_EVERY == 0 || next == total;
+				}
+			}
+			if (send_ack) {
+				unsigned char a[8];
+				put32(a, BACK_MAGIC);
+				put32(a + 4, next);
+				sendto(fd, a, sizeof(a), 0, (struct sockaddr *)&from[i],
+				       mm[i].msg_hdr.msg_namelen);
+			}
+		}
+	}
+	if (!why && !end_ok)
+		why = "the end does not match the data received";
+	if (!why && end_crc != crc)
+		why = "crc32 mismatch with the sender's";
+	if (!why && corrupt)
+		why = "corrupt datagrams";
+	printf("udpperf: mode=bulk-recv mib=%d datagrams=%u out_of_order=%llu", o->mib, next,
+	       out_of_order);
+	print_bulk_rate(next, next > 1 ? last - first : 0);
+	printf(" crc32=%08x corrupt=%llu ok=%d\n", crc, corrupt, !why);
+	if (why)
+		fprintf(stderr, "udpperf: bulk-recv: %s\n", why);
+	close(fd);
+	return why ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {.port = 9000,
@@ -448,7 +734,9 @@ int main(int argc, char **argv)
 			 .secs = 0,
 			 .idle_ms = 1000,
 			 .wait_secs = 30,
-			 .timeout_ms = 200};
+			 .timeout_ms = 200,
+			 .mib = 64};
+	bool idle_set = false;
 	if (argc < 2)
 		usage_error("a mode is required", NULL);
 	o.mode = argv[1];
@@ -469,8 +757,11 @@ int main(int argc, char **argv)
 			o.secs = parse_double(v, 0, a);
 		else if (!strcmp(a, "--buf"))
 			o.buf = parse_long(v, 0, INT_MAX / 2, a);
-		else if (!strcmp(a, "--idle-ms"))
+		else if (!strcmp(a, "--idle-ms")) {
 			o.idle_ms = (int)parse_long(v, 1, 3600000, a);
+			idle_set = true;
+		} else if (!strcmp(a, "--mib"))
+			o.mib = (int)parse_long(v, 1, 4095, a);
 		else if (!strcmp(a, "--wait-secs"))
 			o.wait_secs = parse_double(v, 0, a);
 		else if (!strcmp(a, "--timeout-ms"))
@@ -500,6 +791,15 @@ int main(int argc, char **argv)
 		if (o.secs <= 0)
 			o.secs = 2;
 		return run_rr(&o);
+	}
+	if (!strcmp(o.mode, "bulk-send"))
+		return run_bulk_send(&o);
+	if (!strcmp(o.mode, "bulk-recv")) {
+		if (!idle_set)
+			o.idle_ms = 10000;
+		if (!o.buf)
+			o.buf = 4 << 20; // a window of bursts without socket-buffer drops
+		return run_bulk_recv(&o);
 	}
 	usage_error("unknown mode", o.mode);
 	return 2;
