@@ -26,10 +26,7 @@ struct virtio_dev **rng_devices(unsigned *n)
 	static bool done;
 	if (!done) {
 		done = true;
-		virtio_discover();
-		for (unsigned i = 0; i < virtio_ndevs; i++)
-			if (virtio_devs[i].device_id == VIRTIO_ID_RNG)
-				list[count++] = &virtio_devs[i];
+		count = virtio_devices_of(VIRTIO_ID_RNG, list, VIRTIO_MAX_DEVS);
 	}
 	*n = count;
 	return list;

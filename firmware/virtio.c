@@ -60,6 +60,16 @@ void virtio_discover(void)
 	virtio_pci_discover();
 }
 
+unsigned virtio_devices_of(uint32_t device_id, struct virtio_dev **out, unsigned max)
+{
+	virtio_discover();
+	unsigned n = 0;
+	for (unsigned i = 0; i < virtio_ndevs && n < max; i++)
+		if (virtio_devs[i].device_id == device_id)
+			out[n++] = &virtio_devs[i];
+	return n;
+}
+
 const char *virtio_transport_name(const struct virtio_dev *d)
 {
 	return d->transport == VIRTIO_MMIO ? "mmio" : "pci";

@@ -135,6 +135,9 @@ struct virtio_dev {
 extern struct virtio_dev virtio_devs[VIRTIO_MAX_DEVS];
 extern unsigned virtio_ndevs;
 void virtio_discover(void);
+/* The discovered devices of one type, in discovery order (mmio by address, then PCI by slot),
+ * at most max of them into out. */
+unsigned virtio_devices_of(uint32_t device_id, struct virtio_dev **out, unsigned max);
 
 /* Transport discovery: append to virtio_devs (virtio_add_dev hands out the next slot). */
 struct virtio_dev *virtio_add_dev(void);

@@ -23,10 +23,7 @@ struct virtio_dev **vblk_devices(unsigned *n)
 	static bool done;
 	if (!done) {
 		done = true;
-		virtio_discover();
-		for (unsigned i = 0; i < virtio_ndevs; i++)
-			if (virtio_devs[i].device_id == VIRTIO_ID_BLOCK)
-				list[count++] = &virtio_devs[i];
+		count = virtio_devices_of(VIRTIO_ID_BLOCK, list, VIRTIO_MAX_DEVS);
 	}
 	*n = count;
 	return list;
