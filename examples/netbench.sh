@@ -5,6 +5,7 @@
 # usage: examples/netbench.sh [--dir g2h|h2g|rr|pps|g2g] [--config CFG | --compare CFG_A CFG_B]
 #            [--sizes "32 64 ..."] [--secs N] [--buf BYTES] [--vcpu-pin CPULIST]
 #            [--io-pin CPULIST] [--host-pin CPULIST] [--timeout SEC] [--json] [--keep-logs]
+#            [--probe-args "WORDS"]   (extra words for the probe, e.g. net.txwait=halt)
 #
 # Directions (--dir, default g2h):
 #   g2h  guest udp_stream -> host sink: throughput as received by the host
@@ -63,6 +64,7 @@ while [ $# -gt 0 ]; do
 	--dir) DIR="${2:?--dir needs a value}"; shift 2 ;;
 	--sizes) SIZES="${2:?--sizes needs a value}"; shift 2 ;;
 	--secs) SECS="${2:?--secs needs a value}"; shift 2 ;;
+	--probe-args) PROBE_ARGS="${2?--probe-args needs a value}"; shift 2 ;;
 	--buf) BUF="${2:?--buf needs a value}"; shift 2 ;;
 	--config) CONFIGS=("${2:?--config needs a value}"); shift 2 ;;
 	--compare)
@@ -249,6 +251,7 @@ guest_start() {
 	[ "$DIR" = g2g ] && peer=${GUEST_IP[1]}
 	local cmdline="test=$test net.ip=${GUEST_IP[$i]}/24 net.peer=$peer net.port=$PORT"
 	cmdline+=" net.peer_port=$PORT net.secs=$secs net.size=$size net.sizes=$size"
+	[ -z "${PROBE_ARGS:-}" ] || cmdline+=" $PROBE_ARGS"
 	local cmd=() ns=$NS
 	case "$kind" in
 	minivmm)

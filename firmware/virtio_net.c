@@ -2,6 +2,8 @@
 #include "lib.h"
 #include "tsc.h"
 #include "virtio_net.h"
+#include "boot_info.h"
+#include "cmdline.h"
 #include "x86.h"
 
 #define MMIO_CONFIG	0x100 /* virtio-mmio device-specific config (4.2.2) */
@@ -48,6 +50,12 @@ const char *vnet_open(struct vnet *n)
 	/* No CSUM/GUEST_CSUM or TSO: the stack computes every checksum itself. */
 	uint64_t want =
 	    1ull << VIRTIO_NET_F_MAC | 1ull << VIRTIO_NET_F_STATUS | 1ull << VIRTIO_NET_F_MRG_RXBUF;
+	/* net.txwait=halt: wait for TX room on an interrupt, leaving the host CPU to the VMM. */
+	const char *v;
+	size_t vl;
+	n->tx_halt = cmdline_get(boot_info.cmdline, "net.txwait", &v, &vl) && vl == 4 &&
+		     !memcmp(v, "halt", 4);
+	d->use_irq = n->tx_halt;
 	const char *err = virtio_init(d, want, 2);
 	if (err)
 		return err;
@@ -136,6 +144,14 @@ const char *vnet_tx_wait(struct vnet *n, unsigned want, unsigned timeout_ms)
 	uint64_t check = virtio_ms_to_cycles(STATUS_CHECK_MS);
 	const char *err = 0;
 	while (n->ntx_free < want && !n->err) {
+		if (n->tx_halt && n->tx->used->idx == n->tx->last_used) {
+			/* Wake when half of what is in flight has been sent. */
+			uint16_t inflight = (uint16_t)(n->ntx - n->ntx_free);
+			virtq_arm(n->tx, (uint16_t)(n->tx->last_used + inflight / 2));
+			if (n->tx->used->idx == n->tx->last_used &&
+			    (err = virtq_sleep(n->tx, timeout_ms)))
+				break;
+		}
 		cpu_relax();
 		if (n->rx_idle_fn && !n->in_rx)
 			vnet_rx_poll(n, n->rx_idle_fn, RX_IDLE_BUDGET);

@@ -31,6 +31,7 @@ struct vnet {
 	uint8_t mac[6];
 	bool link_up;
 	bool mrg_rxbuf;
+	bool tx_halt;	 /* net.txwait=halt: sleep on a TX interrupt instead of spinning */
 	const char *err; /* first device error seen on a used ring */
 	/* TX buffers: a stack of free ones, and which buffer each in-flight head carries. */
 	uint16_t tx_free[VIRTQ_MAX_SIZE];

@@ -99,6 +99,20 @@ for opts in tx=bh tx=timer tx=bh,offload=off tx=bh,tx-burst=8 tx=timer,tx-timer=
 done
 [ "$(csum_errors)" = "$before" ] || fail "the host saw UDP checksum errors"
 
+# The guest waits for transmit room on interrupts (irqfd: IOAPIC pin for mmio, MSI-X for pci).
+for transport in mmio pci; do
+	name=stream-halt-$transport
+	ip netns exec "$NS" "$UDPPERF" sink --port 9000 --buf 8388608 --wait-secs 20 \
+		--idle-ms 2000 >"$TEST_TMP/$name.sink" &
+	sink=$!
+	run_vmm_ns "$name" 60 --net "tap=mvt0,transport=$transport" \
+		--cmdline "test=udp_stream net.sizes=1472 net.secs=1 net.txwait=halt $PROBE_NET"
+	wait $sink
+	expect_probe_pass "$name"
+	expect_line "$name" out '^probe: udp_stream size=1472 secs=[0-9.]+ msgs=[1-9]'
+	expect_line "$name" err 'virtio-net0: kicks [0-9]+ .*interrupts [1-9][0-9]'
+done
+
 # Host to guest stream: the guest counts what arrives; it accepts no bad checksum.
 name=sink
 start_vmm "$name" --net tap=mvt0,transport=mmio \
