@@ -88,16 +88,8 @@ EXPECT_minivmm=0
 EXPECT_minivmm_nopop=0
 EXPECT_qemu=1
 
-cmd_of() { # the command line of configuration $1, quoted for a shell where needed
-	local v="CMD_${1//-/_}[@]" a out=
-	for a in "${!v}"; do
-		if [[ -z "$a" || "$a" =~ [^A-Za-z0-9_./=,:+-] ]]; then
-			a="'${a//\'/\'\\\'\'}'"
-		fi
-		out+="${out:+ }$a"
-	done
-	printf '%s' "$out"
-}
+# shellcheck source=examples/lib/bench-common.sh
+source "$(dirname "$0")/lib/bench-common.sh"
 
 run_one() { # name -> appends "us rss ram_rss maxrss" to $TMP/name.dat ("-": no memory sample)
 	local name=$1 v="CMD_${1//-/_}[@]" e="EXPECT_${1//-/_}" line

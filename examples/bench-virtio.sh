@@ -94,16 +94,8 @@ EXPECT_minivmm_pci=0
 EXPECT_qemu_mmio=1
 EXPECT_qemu_pci=1
 
-cmd_of() { # the command line of configuration $1, quoted for a shell where needed
-	local v="CMD_${1//-/_}[@]" a out=
-	for a in "${!v}"; do
-		if [[ -z "$a" || "$a" =~ [^A-Za-z0-9_./=,:+-] ]]; then
-			a="'${a//\'/\'\\\'\'}'"
-		fi
-		out+="${out:+ }$a"
-	done
-	printf '%s' "$out"
-}
+# shellcheck source=examples/lib/bench-common.sh
+source "$(dirname "$0")/lib/bench-common.sh"
 
 # Run configuration $1 once; 0: passed, 3: minivmm has no such transport yet, 1: failed.
 # Appends its vbench lines to $TMP/$1.vb and the VMM's counters to $TMP/$1.ctr.
