@@ -479,3 +479,27 @@ void json_bool(struct json_writer *w, bool v)
 	separate(w);
 	put(w, v ? "true" : "false", v ? 4 : 5);
 }
+
+void json_member_string(struct json_writer *w, const char *key, const char *s)
+{
+	json_key(w, key);
+	json_string(w, s);
+}
+
+void json_member_int(struct json_writer *w, const char *key, int64_t v)
+{
+	json_key(w, key);
+	json_int(w, v);
+}
+
+void json_member_uint(struct json_writer *w, const char *key, uint64_t v)
+{
+	json_key(w, key);
+	json_uint(w, v);
+}
+
+void json_member_bool(struct json_writer *w, const char *key, bool v)
+{
+	json_key(w, key);
+	json_bool(w, v);
+}

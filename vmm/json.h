@@ -60,5 +60,10 @@ void json_string(struct json_writer *w, const char *s);
 void json_int(struct json_writer *w, int64_t v);
 void json_uint(struct json_writer *w, uint64_t v);
 void json_bool(struct json_writer *w, bool v);
+/* An object member: key then value. */
+void json_member_string(struct json_writer *w, const char *key, const char *s);
+void json_member_int(struct json_writer *w, const char *key, int64_t v);
+void json_member_uint(struct json_writer *w, const char *key, uint64_t v);
+void json_member_bool(struct json_writer *w, const char *key, bool v);
 
 #endif
