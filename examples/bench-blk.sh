@@ -3,8 +3,8 @@
 # both with cache=none (O_DIRECT) and io_uring, driven by the same guest: the probe's test=blk
 # (firmware/test_blk.c) reports 4 KiB random-read IOPS (32 requests in flight, for --secs) and
 # 1 MiB sequential read and write MB/s (8 in flight) over --bytes of the disk.
-# A benchmark, not a test: each round runs minivmm then QEMU; it prints the medians over N
-# rounds, the ratios minivmm / QEMU, and the exact commands.
+# A benchmark, not a test: each round runs both (minivmm first in odd rounds, QEMU first in even
+# ones); it prints the medians over N rounds, the ratios minivmm / QEMU, and the exact commands.
 #
 # usage: examples/bench-blk.sh [--runs N] [--bytes SIZE] [--secs N] [--transport mmio|pci]
 #
@@ -54,7 +54,9 @@ TMP=$(mktemp -d "$PWD/build/bench-blk.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 trap 'echo "bench-blk: interrupted" >&2; exit 130' INT TERM HUP
 IMG=$TMP/disk.img
-truncate -s 256M "$IMG"
+# Written out in full first: no run pays for allocating blocks a later one overwrites.
+IMG_MIB=$(numfmt --from=iec "$BYTES" | awk '{ m = int(($1 + 1048575) / 1048576); print (m < 256 ? 256 : m) }')
+dd if=/dev/zero of="$IMG" bs=1M count="$IMG_MIB" status=none
 
 GUEST="test=blk blk.bytes=$BYTES blk.secs=$SECS"
 CMD_minivmm=("$MINIVMM" --kernel "$PROBE" --memory 256M --quiet --console stdio
@@ -89,8 +91,10 @@ run() {
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}'; }
 
+# Odd rounds run minivmm first, even rounds QEMU first: neither always follows the other.
 for ((r = 1; r <= RUNS; r++)); do
-	for name in "${NAMES[@]}"; do run "$name"; done
+	if ((r % 2)); then order=(minivmm qemu); else order=(qemu minivmm); fi
+	for name in "${order[@]}"; do run "$name"; done
 	echo "round $r/$RUNS done" >&2
 done
 

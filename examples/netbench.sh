@@ -6,6 +6,7 @@
 #            [--sizes "32 64 ..."] [--secs N] [--buf BYTES] [--vcpu-pin CPULIST]
 #            [--io-pin CPULIST] [--host-pin CPULIST] [--timeout SEC] [--json] [--keep-logs]
 #            [--probe-args "WORDS"]   (extra words for the probe, e.g. net.txwait=halt)
+#            [--rounds N]
 #
 # Directions (--dir, default g2h):
 #   g2h  guest udp_stream -> host sink: throughput as received by the host
@@ -22,6 +23,9 @@
 #                   Linux kernel's own figure for the same path
 # --compare A B runs both, alternating per size (A, B, A, B ...), and adds a column with
 # B's speedup over A in percent (throughput; packets/s for pps; transactions/s for rr).
+# --rounds N measures every size N times (A, B, A, B ... per size): each configuration's row is
+# its median round, and the speedup is the median of the N per-round speedups. Rows on a
+# shared machine drift by 10-20% between runs; use 3 or 5 rounds for figures you publish.
 #
 # Everything runs in a network namespace of its own (netbench-PID): the VMM runs inside it
 # (ip netns exec), so its tap lives there; the host side is 10.0.2.1/24 on the tap (on a
@@ -48,6 +52,7 @@ HOST_PIN=""
 TIMEOUT=30
 JSON=0
 KEEP_LOGS=0
+ROUNDS=1
 CONFIGS=()
 
 usage() {
@@ -74,6 +79,7 @@ while [ $# -gt 0 ]; do
 	--io-pin) IO_PIN="${2:?--io-pin needs a value}"; shift 2 ;;
 	--host-pin) HOST_PIN="${2:?--host-pin needs a value}"; shift 2 ;;
 	--timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
+	--rounds) ROUNDS="${2:?--rounds needs a value}"; shift 2 ;;
 	--json) JSON=1; shift ;;
 	--keep-logs) KEEP_LOGS=1; shift ;;
 	-h | --help) usage ;;
@@ -84,6 +90,7 @@ done
 case "$DIR" in g2h | h2g | rr | pps | g2g) ;; *) die "--dir must be g2h, h2g, rr, pps or g2g" ;; esac
 [[ "$SECS" =~ ^[1-9][0-9]*$ ]] || die "--secs must be a positive integer"
 [[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive integer"
+[[ "$ROUNDS" =~ ^[1-9][0-9]?$ ]] || die "--rounds must be 1 to 99"
 [[ "$BUF" =~ ^[0-9]+$ ]] || die "--buf must be a number of bytes"
 for p in "$VCPU_PIN" "$IO_PIN" "$HOST_PIN"; do
 	[[ -z "$p" || "$p" =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] || die "bad CPU list: $p"
@@ -99,6 +106,8 @@ for s in "${SIZE_LIST[@]}"; do
 	if ! [[ "$s" =~ ^[0-9]+$ ]] || [ "$s" -lt 1 ] || [ "$s" -gt 65507 ]; then
 		die "message sizes must be 1 to 65507: $s"
 	fi
+	[[ " ${SEEN_SIZES:-} " != *" $s "* ]] || die "message size $s is listed twice (use --rounds)"
+	SEEN_SIZES="${SEEN_SIZES:-} $s"
 done
 [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=("minivmm:")
 for c in "${CONFIGS[@]}"; do
@@ -465,31 +474,50 @@ run_one() {
 }
 
 # ---------------------------------------------------------------------------------------------
-# Measure: per size, every configuration in turn (A, B, A, B ...)
-declare -A RES
+# Measure: per size and round, every configuration in turn (A, B, A, B ...)
+declare -A RES ROUND SPEEDUP
 NCFG=${#CONFIGS[@]}
+KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ)
 for size in "${SIZE_LIST[@]}"; do
-	for ((c = 0; c < NCFG; c++)); do
-		[ ! -t 2 ] || printf 'netbench: %s, %s bytes ...\r' "${CONFIGS[$c]}" "$size" >&2
-		run_one "${CONFIGS[$c]}" "$size"
-		for k in SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ; do
-			v=R_$k
-			RES[$c,$size,$k]=${!v}
+	for ((r = 0; r < ROUNDS; r++)); do
+		for ((c = 0; c < NCFG; c++)); do
+			[ ! -t 2 ] || printf 'netbench: %s, %s bytes, round %d/%d ...\r' \
+				"${CONFIGS[$c]}" "$size" $((r + 1)) "$ROUNDS" >&2
+			run_one "${CONFIGS[$c]}" "$size"
+			for k in "${KEYS[@]}"; do
+				v=R_$k
+				ROUND[$r,$c,$size,$k]=${!v}
+			done
 		done
 	done
 done
 
 [ ! -t 2 ] || printf '\033[K' >&2
 
-# The figure --compare compares, and B's speedup over A in percent.
+# The figure --compare compares; the median of a list of numbers (the lower middle one).
 metric() { case "$DIR" in rr) echo TPS ;; pps) echo PPS ;; *) echo MBPS ;; esac; }
-speedup() { # speedup SIZE
-	local m a b
-	m=$(metric)
-	a=${RES[0,$1,$m]:-} b=${RES[1,$1,$m]:-}
-	[ -n "$a" ] && [ -n "$b" ] || return 0
-	awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.1f", (b / a - 1) * 100 }'
-}
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+
+# Each configuration's row: its median round by the metric. B's speedup over A in percent: the
+# median of the per-round speedups (rounds where either failed are left out).
+M=$(metric)
+for size in "${SIZE_LIST[@]}"; do
+	for ((c = 0; c < NCFG; c++)); do
+		pick=$(for ((r = 0; r < ROUNDS; r++)); do
+			v=${ROUND[$r,$c,$size,$M]:-}
+			[ -z "$v" ] || echo "$v $r"
+		done | sort -g | awk '{ r[NR] = $2 } END { if (NR) print r[int((NR + 1) / 2)] }')
+		[ -n "$pick" ] || pick=0
+		for k in "${KEYS[@]}"; do RES[$c,$size,$k]=${ROUND[$pick,$c,$size,$k]:-}; done
+	done
+	[ "$NCFG" = 2 ] || continue
+	SPEEDUP[$size]=$(for ((r = 0; r < ROUNDS; r++)); do
+		a=${ROUND[$r,0,$size,$M]:-} b=${ROUND[$r,1,$size,$M]:-}
+		[ -n "$a" ] && [ -n "$b" ] || continue
+		awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.1f\n", (b / a - 1) * 100 }'
+	done | median)
+done
+speedup() { echo "${SPEEDUP[$1]:-}"; } # speedup SIZE
 
 table() {
 	case "$DIR" in
@@ -499,6 +527,7 @@ table() {
 	rr) echo "UDP REQUEST/RESPONSE TEST from ${GUEST_IP[0]} (guest) to $HOST_IP (host echo) : $SECS s per size" ;;
 	g2g) echo "UDP UNIDIRECTIONAL SEND TEST from ${GUEST_IP[0]} (guest A) to ${GUEST_IP[1]} (guest B) over a bridge : $SECS s per size" ;;
 	esac
+	[ "$ROUNDS" = 1 ] || echo "each row: the median of $ROUNDS rounds; speedup: the median of the per-round speedups"
 	CW=10
 	for ((c = 0; c < NCFG; c++)); do [ ${#CONFIGS[$c]} -lt $CW ] || CW=$((${#CONFIGS[$c]} + 1)); done
 	sp_h1="" sp_h2="" sp_h3=""
@@ -537,7 +566,7 @@ table() {
 json_num() { if [ -n "$1" ]; then echo "$1"; else echo null; fi; }
 
 if [ "$JSON" = 1 ]; then
-	printf '{"dir":"%s","secs":%s,"host_ip":"%s","configs":[' "$DIR" "$SECS" "$HOST_IP"
+	printf '{"dir":"%s","secs":%s,"rounds":%s,"host_ip":"%s","configs":[' "$DIR" "$SECS" "$ROUNDS" "$HOST_IP"
 	for ((c = 0; c < NCFG; c++)); do
 		[ $c = 0 ] || printf ','
 		printf '"%s"' "${CONFIGS[$c]}"

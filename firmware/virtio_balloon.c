@@ -120,3 +120,18 @@ const char *balloon_send_pfns(struct balloon *b, unsigned q, const uint32_t *pfn
 	uint32_t len;
 	return virtq_wait(vq, &id, &len, WAIT_MS);
 }
+
+const char *balloon_deflate_on_oom(struct balloon *b, const uint32_t *pfns, unsigned n,
+				   uint64_t *have)
+{
+	if (!balloon_may_deflate_on_oom(b))
+		return "virtio-balloon: DEFLATE_ON_OOM not negotiated";
+	if (n > *have)
+		return "virtio-balloon: deflating more pages than the balloon holds";
+	const char *err = balloon_send_pfns(b, BALLOON_Q_DEFLATE, pfns, n);
+	if (err)
+		return err;
+	*have -= n;
+	balloon_set_actual(b, (uint32_t)*have);
+	return 0;
+}

@@ -1,7 +1,7 @@
 /*
  * A virtio-balloon driver for the probe (virtio 1.2, 5.5): inflate, deflate and stats queues,
- * plus free page reporting when asked. It sets up its own queues (the core's device record
- * holds two) and polls: no interrupts.
+ * plus free page reporting when asked; it accepts VIRTIO_BALLOON_F_DEFLATE_ON_OOM when offered.
+ * It sets up its own queues (the core's device record holds two) and polls: no interrupts.
  */
 #ifndef VIRTIO_BALLOON_H
 #define VIRTIO_BALLOON_H
@@ -41,5 +41,19 @@ uint32_t balloon_target(struct balloon *b);
 void balloon_set_actual(struct balloon *b, uint32_t pages);
 /* Send n (<= 256) PFNs on the inflate or deflate queue and wait until the device used them. */
 const char *balloon_send_pfns(struct balloon *b, unsigned q, const uint32_t *pfns, unsigned n);
+/*
+ * Out of memory: give back n (<= 256) of the balloon's *have pages, pfns[], although the target
+ * may ask for more. Only with VIRTIO_BALLOON_F_DEFLATE_ON_OOM negotiated (5.5.6.1: without it
+ * the driver MUST NOT use pages from the balloon below num_pages); the device is told on the
+ * deflate queue and has acknowledged before this returns (the pages may then be used), and
+ * `actual` is *have - n. Returns an error, and deflates nothing, without the feature.
+ */
+const char *balloon_deflate_on_oom(struct balloon *b, const uint32_t *pfns, unsigned n,
+				   uint64_t *have);
+
+static inline bool balloon_may_deflate_on_oom(const struct balloon *b)
+{
+	return b->features >> VIRTIO_BALLOON_F_DEFLATE_ON_OOM & 1;
+}
 
 #endif

@@ -3,6 +3,10 @@
 # target goes to 128 MiB and the VMM's RSS must drop by at least 100 MiB; back to 0 the probe
 # must be able to use the memory again. Also: deflate-on-oom is offered when asked, free page
 # reporting releases the range the probe reports, statistics arrive, bad targets are refused.
+# Deflate on OOM: with the balloon at 128 MiB the probe's workload runs out of memory; with
+# deflate-on-oom=on it deflates 64 MiB below the target and reuses exactly those pages (the
+# device's `actual` and released pages go down, the VMM's RSS rises again), without it the
+# balloon stays at its target, the workload comes up short and the VMM keeps running.
 source "$(dirname "$0")/lib.sh"
 
 sock=$TEST_TMP/vm.sock
@@ -20,18 +24,52 @@ wait_line() {
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$pid/status"; }
 
-# start NAME BALLOON-OPTIONS GUEST-WORDS: the VMM in the background, console in NAME.out.
+# start NAME BALLOON-OPTIONS GUEST-WORDS [CONSOLE-INPUT]: the VMM in the background, console
+# in NAME.out; guest RAM is $VM_MEM (default 512M).
 start() {
-	"$MINIVMM" --kernel "$FW/probe.elf" --memory 512M "--balloon$2" \
+	"$MINIVMM" --kernel "$FW/probe.elf" --memory "${VM_MEM:-512M}" "--balloon$2" \
 		--api-sock "$sock" --cmdline "test=balloon balloon.timeout=120 $3" \
-		</dev/null >"$TEST_TMP/$1.out" 2>"$TEST_TMP/$1.err" &
+		<"${4:-/dev/null}" >"$TEST_TMP/$1.out" 2>"$TEST_TMP/$1.err" &
 	pid=$!
 	on_exit "kill -9 $pid 2>/dev/null"
 }
 
+# json_num JSON KEY: the first integer value of KEY.
+json_num() { sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" <<<"$1"; }
+
+# oom_start NAME BALLOON-OPTIONS: 256 MiB guest, 232 MiB of it touched (the probe's free RAM
+# all but a few MiB, so touching free pages later barely moves the RSS), workload 64 MiB past
+# the free RAM, started by a byte on the console; the balloon is brought to 128 MiB and the
+# probe waits. Sets before (RSS in KiB with the balloon at 128 MiB).
+oom_start() {
+	local fifo=$TEST_TMP/$1.in
+	mkfifo "$fifo"
+	VM_MEM=256M start "$1" "$2" \
+		"balloon.touch_mib=232 balloon.oom=64 balloon.oom_start=serial" "$fifo"
+	exec 3>"$fifo" # the VMM opens its console input once a writer is there
+	wait_line "$1" out '^probe: balloon ready touched_mib=232'
+	ctl balloon-set 0 >/dev/null || fail "$1: balloon-set 0" # stop pre-faulting
+	out=$(ctl balloon-set 128) || fail "$1: balloon-set 128: $out"
+	wait_line "$1" out '^probe: balloon oom waiting'
+	expect_line "$1" out '^probe: balloon actual_pages=32768$'
+	out=$(ctl status) || fail "$1: status: $out"
+	[ "$(json_num "$out" actual_pages)" = 32768 ] && [ "$(json_num "$out" released_pages)" = 32768 ] ||
+		fail "$1: balloon not at 128 MiB before the workload: $out"
+	before=$(rss_kib)
+	printf x >&3 # start the workload
+}
+
+# oom_end NAME: the target goes to 0, the probe deflates the rest and passes.
+oom_end() {
+	ctl balloon-set 0 >/dev/null || fail "$1: balloon-set 0"
+	wait_line "$1" out '^probe: balloon deflated ok'
+	exec 3>&-
+	finish "$1"
+}
+
 finish() {
 	VMM_STATUS=0
-	timeout 30 tail --pid=$pid -f /dev/null || fail "$1: the VMM did not finish"
+	timeout 30 tail -s 0.1 --pid=$pid -f /dev/null || fail "$1: the VMM did not finish"
 	wait $pid || VMM_STATUS=$?
 	expect_probe_pass "$1"
 	[ -e "$sock" ] && fail "$1: socket file left behind"
@@ -87,6 +125,48 @@ wait_line report out '^probe: balloon actual_pages=2048$'
 ctl balloon-set 0 >/dev/null || fail "balloon-set 0"
 wait_line report out '^probe: balloon deflated ok'
 finish report
+
+# --- deflate on OOM (virtio-pci): the balloon gives 64 MiB back below its target ---
+oom_start oom ",transport=pci,deflate-on-oom=on"
+expect_line oom out '^probe: balloon transport=pci .*deflate_on_oom=1 '
+wait_line oom out '^probe: balloon oom (deflated_pages|unavailable)'
+expect_line oom out '^probe: balloon oom start free_pages=[1-9][0-9]* balloon_pages=32768 want_pages=[0-9]+ deflate_on_oom=1$'
+# It got all it wanted (every free page and 64 MiB more), exactly 64 MiB of it from the balloon.
+want=$(sed -n 's/^probe: balloon oom start .*want_pages=\([0-9]*\).*/\1/p' "$TEST_TMP/oom.out")
+line=$(grep -E '^probe: balloon oom deflated_pages' "$TEST_TMP/oom.out")
+[ "$line" = "probe: balloon oom deflated_pages=16384 reused_ok=1 allocated_pages=$want short_pages=0 actual_pages=16384" ] ||
+	{ show oom; fail "oom: expected 16384 pages deflated and reused: $line"; }
+echo "$line"
+# The device saw the deflation below its target and `actual` follows; the target is unchanged.
+out=$(ctl status) || fail "oom: status: $out"
+for kv in target_pages=32768 actual_pages=16384 released_pages=16384 deflated_pfns=16384 \
+	inflated_pfns=32768 invalid_pfns=0; do
+	[ "$(json_num "$out" "${kv%=*}")" = "${kv#*=}" ] || fail "oom: status ${kv%=*} is not ${kv#*=}: $out"
+done
+grep -q '"needs_reset":false' <<<"$out" || fail "oom: device needs reset: $out"
+# The guest wrote every word of the returned pages: the VMM holds them again.
+after=$(rss_kib)
+rise=$(((after - before) / 1024))
+echo "oom: RSS ${before} KiB -> ${after} KiB (rose ${rise} MiB after 64 MiB came back)"
+[ "$rise" -ge 60 ] || fail "oom: RSS rose by only ${rise} MiB after the guest reused 64 MiB"
+oom_end oom
+
+# --- no deflate-on-oom (virtio-mmio): the probe must not go below the target ---
+oom_start nooom ",transport=mmio"
+expect_line nooom out '^probe: balloon transport=mmio .*deflate_on_oom=0 '
+wait_line nooom out '^probe: balloon oom (deflated_pages|unavailable)'
+expect_line nooom out '^probe: balloon oom unavailable deflate_on_oom=0 allocated_pages=[1-9][0-9]* short_pages=16384 actual_pages=32768$'
+grep -E '^probe: balloon oom unavailable' "$TEST_TMP/nooom.out"
+kill -0 $pid 2>/dev/null || fail "nooom: the VMM is gone"
+out=$(ctl status) || fail "nooom: status: $out"
+for kv in target_pages=32768 actual_pages=32768 released_pages=32768 deflated_pfns=0; do
+	[ "$(json_num "$out" "${kv%=*}")" = "${kv#*=}" ] || fail "nooom: status ${kv%=*} is not ${kv#*=}: $out"
+done
+after=$(rss_kib)
+rise=$(((after - before) / 1024))
+echo "nooom: RSS ${before} KiB -> ${after} KiB (rose ${rise} MiB, nothing came back)"
+[ "$rise" -lt 32 ] || fail "nooom: RSS rose by ${rise} MiB although the balloon kept its pages"
+oom_end nooom
 
 # --- bad options ---
 run_vmm badopt 10 --kernel "$FW/probe.elf" --balloon,bogus=1
