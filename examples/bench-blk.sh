@@ -6,7 +6,8 @@
 # A benchmark, not a test: each round runs both (minivmm first in odd rounds, QEMU first in even
 # ones); it prints the medians over N rounds, the ratios minivmm / QEMU, and the exact commands.
 #
-# usage: examples/bench-blk.sh [--runs N] [--bytes SIZE] [--secs N] [--transport mmio|pci]
+# usage: examples/bench-blk.sh [--runs N] [--bytes SIZE] [--secs N] [--depth N] [--transport mmio|pci]
+# (--depth: 1 MiB requests in flight in the sequential passes, 1 to 8, default 8)
 #
 # QEMU runs the microvm machine for mmio (virtio-blk-device, modern virtio-mmio) and the pc
 # machine for pci (virtio-blk-pci, modern only).
@@ -16,6 +17,7 @@ RUNS=5
 BYTES=64M
 SECS=2
 TRANSPORT=mmio
+DEPTH=8
 
 usage() {
 	sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
@@ -27,6 +29,7 @@ while [ $# -gt 0 ]; do
 	--runs) RUNS="${2:?--runs needs a value}"; shift 2 ;;
 	--bytes) BYTES="${2:?--bytes needs a value}"; shift 2 ;;
 	--secs) SECS="${2:?--secs needs a value}"; shift 2 ;;
+	--depth) DEPTH="${2:?--depth needs a value}"; shift 2 ;;
 	--transport) TRANSPORT="${2:?--transport needs a value}"; shift 2 ;;
 	-h | --help) usage ;;
 	*) echo "bench-blk: unknown argument: $1" >&2; usage ;;
@@ -35,6 +38,7 @@ done
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "bench-blk: --runs must be a positive integer" >&2; exit 2; }
 [[ "$SECS" =~ ^[1-9][0-9]*$ ]] || { echo "bench-blk: --secs must be a positive integer" >&2; exit 2; }
 [[ "$BYTES" =~ ^[1-9][0-9]*[KMG]?$ ]] || { echo "bench-blk: --bytes must be like 64M" >&2; exit 2; }
+[[ "$DEPTH" =~ ^[1-8]$ ]] || { echo "bench-blk: --depth must be 1 to 8" >&2; exit 2; }
 case "$TRANSPORT" in mmio | pci) ;; *) echo "bench-blk: --transport mmio or pci" >&2; exit 2 ;; esac
 
 cd "$(dirname "$0")/.."
@@ -58,7 +62,7 @@ IMG=$TMP/disk.img
 IMG_MIB=$(numfmt --from=iec "$BYTES" | awk '{ m = int(($1 + 1048575) / 1048576); print (m < 256 ? 256 : m) }')
 dd if=/dev/zero of="$IMG" bs=1M count="$IMG_MIB" status=none
 
-GUEST="test=blk blk.bytes=$BYTES blk.secs=$SECS"
+GUEST="test=blk blk.bytes=$BYTES blk.secs=$SECS blk.depth=$DEPTH"
 CMD_minivmm=("$MINIVMM" --kernel "$PROBE" --memory 256M --quiet --console stdio
 	--disk "path=$IMG,cache=none,transport=$TRANSPORT" --cmdline "$GUEST")
 if [ "$TRANSPORT" = mmio ]; then

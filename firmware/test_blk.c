@@ -27,8 +27,11 @@
 static uint8_t chunk_buf[NCHUNK][CHUNK] __attribute__((aligned(4096), section(".noinit")));
 static uint8_t rr_buf[RR_DEPTH][RR_SIZE] __attribute__((aligned(4096), section(".noinit")));
 
+/* 1 MiB requests in flight in the sequential streams (blk.depth). */
+static unsigned seq_depth = NCHUNK;
+
 struct blk_opts {
-	uint64_t bytes, secs, expect, seed;
+	uint64_t bytes, secs, expect, seed, depth;
 	bool bytes_set, expect_set, ro, write;
 };
 
@@ -47,6 +50,7 @@ static const char *parse_opts(struct blk_opts *o)
 	o->secs = 1;
 	o->write = true;
 	o->seed = 1;
+	o->depth = NCHUNK;
 	o->bytes_set = opt_u64("blk.bytes", &o->bytes);
 	o->expect_set = opt_u64("blk.expect", &o->expect);
 	uint64_t x;
@@ -54,6 +58,10 @@ static const char *parse_opts(struct blk_opts *o)
 		return "bad blk.secs";
 	if (cmdline_get(boot_info.cmdline, "blk.seed", &v, &n) && !opt_u64("blk.seed", &o->seed))
 		return "bad blk.seed";
+	if (cmdline_get(boot_info.cmdline, "blk.depth", &v, &n) &&
+	    (!opt_u64("blk.depth", &o->depth) || !o->depth || o->depth > NCHUNK))
+		return "bad blk.depth (1 to 8)";
+	seq_depth = (unsigned)o->depth;
 	if (opt_u64("blk.ro", &x))
 		o->ro = x != 0;
 	if (opt_u64("blk.write", &x))
@@ -86,8 +94,8 @@ static const char *stream(struct vblk *b, enum stream_mode mode, uint64_t bytes,
 	bool write = mode == WRITE_PATTERN || mode == WRITE_AS_IS;
 	uint64_t off_of[VBLK_MAX_INFLIGHT];
 	uint32_t len_of[VBLK_MAX_INFLIGHT];
-	unsigned buf_of[VBLK_MAX_INFLIGHT], free_bufs[NCHUNK], nfree = NCHUNK;
-	for (unsigned i = 0; i < NCHUNK; i++)
+	unsigned buf_of[VBLK_MAX_INFLIGHT], free_bufs[NCHUNK], nfree = seq_depth;
+	for (unsigned i = 0; i < seq_depth; i++)
 		free_bufs[i] = i;
 	uint64_t next = 0, t0 = rdtsc();
 	const char *err;
