@@ -12,7 +12,7 @@ LDFLAGS_SAN   := -fsanitize=address,undefined
 endif
 CFLAGS  ?=
 CFLAGS  += $(CFLAGS_COMMON)
-LDLIBS  := -lpthread -lfdt -luring -lslirp
+LDLIBS  := -lpthread -lfdt -luring -lslirp -lseccomp
 LDFLAGS += $(LDFLAGS_SAN)
 
 VMM_SRCS  := $(wildcard vmm/*.c devices/*.c devices/virtio/*.c devices/net/*.c arch/x86/*.c)

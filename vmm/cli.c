@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "device_registry.h"
+#include "seccomp.h"
 #include "log.h"
 #include "options.h"
 
@@ -277,6 +278,8 @@ void cli_usage(void)
 	    "  --api-sock PATH        serve the JSON control socket at PATH (see minivmm ctl)\n"
 	    "\n"
 	    "Other:\n"
+	    "  --seccomp on|off       system-call allow-list once the VM is set up (default on;\n"
+	    "                         off in sanitizer builds)\n"
 	    "  --quiet                no informational messages on stderr\n"
 	    "  --help                 this text\n"
 	    "  --version              print the version\n"
@@ -300,6 +303,7 @@ enum {
 	OPT_DUMP_DTB,
 	OPT_DTB,
 	OPT_API_SOCK,
+	OPT_SECCOMP,
 	OPT_QUIET,
 	OPT_HELP,
 	OPT_VERSION,
@@ -345,6 +349,7 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 	    {"dump-dtb", required_argument, NULL, OPT_DUMP_DTB},
 	    {"dtb", no_argument, NULL, OPT_DTB},
 	    {"api-sock", required_argument, NULL, OPT_API_SOCK},
+	    {"seccomp", required_argument, NULL, OPT_SECCOMP},
 	    {"quiet", no_argument, NULL, OPT_QUIET},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {"version", no_argument, NULL, OPT_VERSION},
@@ -364,6 +369,7 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 	cfg->memory_bytes = 256ULL << 20;
 	cfg->nr_cpus = 1;
 	cfg->populate = true;
+	cfg->seccomp = seccomp_default_on();
 	cfg->console = CONSOLE_STDIO;
 	const char *pin_arg = NULL;
 
@@ -462,6 +468,14 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 				return CLI_ERROR;
 			}
 			cfg->api_sock_path = optarg;
+			break;
+		case OPT_SECCOMP:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fail(err, errlen, "invalid --seccomp '%s' (expected on or off)",
+				     optarg);
+				return CLI_ERROR;
+			}
+			cfg->seccomp = !strcmp(optarg, "on");
 			break;
 		case OPT_QUIET:
 			cfg->quiet = true;

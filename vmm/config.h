@@ -32,6 +32,7 @@ struct vm_config {
 	uint64_t memory_bytes;
 	int nr_cpus;
 	bool populate;
+	bool seccomp; /* run under the system-call allow-list (vmm/seccomp.c) */
 	bool quiet;
 	enum console_kind console;
 	const char *console_path;

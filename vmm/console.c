@@ -26,6 +26,11 @@ static void restore_terminal(void)
 	}
 }
 
+void console_restore_terminal(void)
+{
+	restore_terminal();
+}
+
 static void fatal_signal(int sig)
 {
 	restore_terminal();

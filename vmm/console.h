@@ -29,5 +29,7 @@ int console_open(struct console *c, const struct vm_config *cfg);
 int console_start_input(struct console *c);
 void console_write(struct console *c, uint8_t byte);
 void console_close(struct console *c);
+/* Put a terminal the console made raw back as it was; async-signal-safe (fatal paths). */
+void console_restore_terminal(void);
 
 #endif

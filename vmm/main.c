@@ -23,6 +23,7 @@
 #include "fdt.h"
 #include "file_util.h"
 #include "log.h"
+#include "seccomp.h"
 #include "vcpu.h"
 #include "virtio_devices.h"
 #include "vm.h"
@@ -238,6 +239,14 @@ int main(int argc, char **argv)
 		status = EXIT_USAGE;
 		goto out_vcpus;
 	}
+	/* Everything is open and loaded: from here on, only what running the guest needs. */
+	if (cfg.seccomp && seccomp_install(console_restore_terminal, err, sizeof(err))) {
+		log_error("%s (--seccomp off runs without the filter)", err);
+		goto out_vcpus;
+	}
+	log_info("seccomp: %s", cfg.seccomp	       ? "system-call allow-list installed"
+				: seccomp_default_on() ? "off (--seccomp off)"
+						       : "off (sanitizer build)");
 	if (event_loop_start(&vm.loop, cfg.io_pinned ? &cfg.io_pin_set : NULL))
 		goto out_vcpus;
 	log_io_thread(&vm);

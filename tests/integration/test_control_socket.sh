@@ -44,6 +44,18 @@ grep -q '"label":"virtio-rng0","transport":"mmio","kicks":0,' <<<"$out" ||
 	fail "status lacks the rng device: $out"
 grep -q '"needs_reset":false' <<<"$out" || fail "status lacks needs_reset: $out"
 
+# Every VMM thread runs under the seccomp allow-list (mode 2), or none where the build says so.
+if grep -q '^minivmm: seccomp: system-call allow-list installed' "$TEST_TMP/vm.err"; then
+	want=2
+else
+	expect_line vm err '^minivmm: seccomp: off \(sanitizer build\)'
+	want=0
+fi
+for st in /proc/$pid/task/*/status; do
+	grep -q "^Seccomp:[[:space:]]*$want\$" "$st" || fail "$st: Seccomp is not $want: $(grep Seccomp "$st")"
+done
+[ "$(ls /proc/$pid/task | wc -l)" -ge 4 ] || fail "expected vCPU, I/O and console threads"
+
 # pause / resume: status shows the vCPUs parked, then running again.
 out=$(ctl pause) || fail "pause failed: $out"
 grep -q '"paused_vcpus":2' <<<"$out" || fail "pause: $out"
@@ -100,12 +112,16 @@ exec 3>&-
 expect_status vm 0
 [ -e "$sock" ] && fail "socket file left behind after exit"
 
-# A stale socket (its VMM was killed) is replaced at start.
-"$MINIVMM" --kernel "$FW/probe.elf" --api-sock "$sock" --console none \
-	--cmdline "test=boot hold=serial" </dev/null 2>/dev/null &
+# A stale socket (its VMM was killed) is replaced at start. (That VMM runs with --seccomp off:
+# no thread of it is filtered.)
+"$MINIVMM" --kernel "$FW/probe.elf" --api-sock "$sock" --console none --seccomp off \
+	--cmdline "test=boot hold=serial" </dev/null 2>"$TEST_TMP/killed.err" &
 kpid=$!
 on_exit "kill -9 $kpid 2>/dev/null"
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+for _ in $(seq 100); do [ -S "$sock" ] && grep -q 'seccomp: off' "$TEST_TMP/killed.err" && break; sleep 0.1; done
+for st in /proc/$kpid/task/*/status; do
+	grep -q "^Seccomp:[[:space:]]*0$" "$st" || fail "--seccomp off: $st is filtered"
+done
 kill -9 $kpid
 wait $kpid 2>/dev/null
 [ -S "$sock" ] || fail "no stale socket to test with"

@@ -12,9 +12,14 @@ source "$(dirname "$0")/lib.sh"
 sock=$TEST_TMP/vm.sock
 ctl() { "$MINIVMM" ctl --sock "$sock" "$@"; }
 
+# complete_lines FILE: the lines that have their newline (the console writes byte by byte, so
+# the last one may still be coming).
+complete_lines() { while IFS= read -r l; do printf '%s\n' "$l"; done <"$1"; }
+
+# wait_line NAME FILE REGEX [TRIES]: until a complete line matches.
 wait_line() {
 	for _ in $(seq "${4:-300}"); do
-		grep -Eq -- "$3" "$TEST_TMP/$1.$2" && return 0
+		complete_lines "$TEST_TMP/$1.$2" | grep -Eq -- "$3" && return 0
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
