@@ -6,8 +6,9 @@
 #   2. VMM memory at that moment: total RSS, and RSS beyond the guest RAM the guest touched
 #      (total RSS minus the RSS of the guest-RAM mapping: the anonymous mapping whose size
 #      equals --memory).
-# A benchmark, not a test: it prints medians over N rounds; each round runs minivmm (default,
-# guest RAM pre-faulted with MAP_POPULATE), minivmm --no-populate and QEMU, one after another.
+# A benchmark, not a test: it prints medians over N rounds; each round runs minivmm (default:
+# guest RAM faulted in as the guest touches it), minivmm --populate (pre-faulted in the
+# background) and QEMU, one after another.
 #
 # usage: examples/bench-boot.sh [--runs N] [--memory SIZE] [--timeout SEC] [--json]
 #
@@ -76,16 +77,16 @@ trap cleanup EXIT
 trap 'echo "bench-boot: interrupted" >&2; exit 130' INT TERM HUP
 
 # The three configurations, in the order they run within each round (read through ${!name}).
-NAMES=(minivmm minivmm-nopop qemu)
+NAMES=(minivmm minivmm-pop qemu)
 CMD_minivmm=("$MINIVMM" --kernel "$PROBE" --memory "$MEMORY" --cmdline "$CMDLINE" --console stdio --quiet)
-CMD_minivmm_nopop=("${CMD_minivmm[@]}" --no-populate)
+CMD_minivmm_pop=("${CMD_minivmm[@]}" --populate)
 # -cpu host is refused by this machine's KVM (MSR 0x10a); the default CPU model only warns.
 CMD_qemu=("$QEMU" -accel kvm -M microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on
 	-m "$MEMORY" -nodefaults -no-user-config -nographic -serial stdio
 	-kernel "$PROBE" -append "$CMDLINE" -device isa-debug-exit,iobase=0xf4)
 # Exit status that means the probe passed: QEMU's isa-debug-exit turns the probe's 0 into 1.
 EXPECT_minivmm=0
-EXPECT_minivmm_nopop=0
+EXPECT_minivmm_pop=0
 EXPECT_qemu=1
 
 # shellcheck source=examples/lib/bench-common.sh
@@ -193,43 +194,43 @@ if [ "$JSON" = 1 ]; then
 			"$(runs_json "$f" 1)" "$(runs_json "$f" 2)" "$(runs_json "$f" 3)" "$(runs_json "$f" 2 3)" "$(runs_json "$f" 4)"
 		printf '    }%s\n' "$([ "$n" = qemu ] || echo ,)"
 	done
-	printf '  },\n  "ratios": {"first_byte_qemu_over_minivmm": %s, "first_byte_qemu_over_minivmm_nopop": %s, "first_byte_paired_qemu_over_minivmm": %s, "first_byte_paired_qemu_over_minivmm_nopop": %s, "rss_beyond_guest_ram_qemu_over_minivmm_nopop": %s},\n' \
-		"$(ratio "${T[qemu]}" "${T[minivmm]}")" "$(ratio "${T[qemu]}" "${T[minivmm-nopop]}")" \
-		"$(paired minivmm)" "$(paired minivmm-nopop)" "$(ratio "${OVH[qemu]}" "${OVH[minivmm-nopop]}")"
-	printf '  "targets": {"first_byte_5x_sooner": {"minivmm": %s, "minivmm_nopop": %s}, "rss_beyond_guest_ram_under_4mib": {"minivmm": %s, "minivmm_nopop": %s}}\n}\n' \
+	printf '  },\n  "ratios": {"first_byte_qemu_over_minivmm": %s, "first_byte_qemu_over_minivmm_pop": %s, "first_byte_paired_qemu_over_minivmm": %s, "first_byte_paired_qemu_over_minivmm_pop": %s, "rss_beyond_guest_ram_qemu_over_minivmm_pop": %s},\n' \
+		"$(ratio "${T[qemu]}" "${T[minivmm]}")" "$(ratio "${T[qemu]}" "${T[minivmm-pop]}")" \
+		"$(paired minivmm)" "$(paired minivmm-pop)" "$(ratio "${OVH[qemu]}" "${OVH[minivmm-pop]}")"
+	printf '  "targets": {"first_byte_5x_sooner": {"minivmm": %s, "minivmm_pop": %s}, "rss_beyond_guest_ram_under_4mib": {"minivmm": %s, "minivmm_pop": %s}}\n}\n' \
 		"$(awk -v q="${T[qemu]}" -v m="${T[minivmm]}" 'BEGIN { print (q >= 5 * m ? "true" : "false") }')" \
-		"$(awk -v q="${T[qemu]}" -v m="${T[minivmm-nopop]}" 'BEGIN { print (q >= 5 * m ? "true" : "false") }')" \
+		"$(awk -v q="${T[qemu]}" -v m="${T[minivmm-pop]}" 'BEGIN { print (q >= 5 * m ? "true" : "false") }')" \
 		"$(awk -v o="${OVH[minivmm]}" 'BEGIN { print (o < 4096 ? "true" : "false") }')" \
-		"$(awk -v o="${OVH[minivmm-nopop]}" 'BEGIN { print (o < 4096 ? "true" : "false") }')"
+		"$(awk -v o="${OVH[minivmm-pop]}" 'BEGIN { print (o < 4096 ? "true" : "false") }')"
 	exit 0
 fi
 
 echo
-echo "medians over $RUNS runs each       minivmm   minivmm --no-populate        qemu   qemu/minivmm  qemu/minivmm --no-populate"
+echo "medians over $RUNS runs each       minivmm   minivmm --populate        qemu   qemu/minivmm  qemu/minivmm --populate"
 row() { # label unit-fn key-array [noratio]
 	local label=$1 fn=$2 a=$3 m n q r1=- r2=-
 	local -n arr=$a
-	m=$($fn "${arr[minivmm]}"); n=$($fn "${arr[minivmm-nopop]}"); q=$($fn "${arr[qemu]}")
+	m=$($fn "${arr[minivmm]}"); n=$($fn "${arr[minivmm-pop]}"); q=$($fn "${arr[qemu]}")
 	if [ -z "${4:-}" ]; then
 		r1="$(ratio "${arr[qemu]}" "${arr[minivmm]}")x"
-		r2="$(ratio "${arr[qemu]}" "${arr[minivmm-nopop]}")x"
+		r2="$(ratio "${arr[qemu]}" "${arr[minivmm-pop]}")x"
 	fi
 	printf '%-33s %10s %23s %11s %14s %27s\n' "$label" "$m" "$n" "$q" "$r1" "$r2"
 }
 row "first serial byte (ms)" ms T
 printf '%-33s %10s %23s %11s %14s %27s\n' "  same, median of per-round ratios" "" "" "" \
-	"$(paired minivmm)x" "$(paired minivmm-nopop)x"
+	"$(paired minivmm)x" "$(paired minivmm-pop)x"
 row "total RSS at first byte (MiB)" mib RSS
 row "guest-RAM mapping RSS (MiB)" mib RAM noratio
 row "RSS beyond guest RAM (MiB)" mib OVH
 row "peak RSS, whole run (MiB)" mib MAX
 echo "(RSS rows: medians over the runs whose VMM was still running when its first byte was read:"
-echo " minivmm ${NMEM[minivmm]}, --no-populate ${NMEM[minivmm-nopop]}, qemu ${NMEM[qemu]} of $RUNS)"
+echo " minivmm ${NMEM[minivmm]}, --populate ${NMEM[minivmm-pop]}, qemu ${NMEM[qemu]} of $RUNS)"
 echo
 verdict() { if [ "$1" = 1 ]; then echo met; else echo "NOT met"; fi; }
 t5=$(awk -v q="${T[qemu]}" -v m="${T[minivmm]}" 'BEGIN { print (q >= 5 * m) }')
-t5n=$(awk -v q="${T[qemu]}" -v m="${T[minivmm-nopop]}" 'BEGIN { print (q >= 5 * m) }')
-echo "target: first serial byte >= 5x sooner than QEMU: minivmm $(ratio "${T[qemu]}" "${T[minivmm]}")x ($(verdict "$t5")), --no-populate $(ratio "${T[qemu]}" "${T[minivmm-nopop]}")x ($(verdict "$t5n"))"
+t5n=$(awk -v q="${T[qemu]}" -v m="${T[minivmm-pop]}" 'BEGIN { print (q >= 5 * m) }')
+echo "target: first serial byte >= 5x sooner than QEMU: minivmm $(ratio "${T[qemu]}" "${T[minivmm]}")x ($(verdict "$t5")), --populate $(ratio "${T[qemu]}" "${T[minivmm-pop]}")x ($(verdict "$t5n"))"
 o4=$(awk -v o="${OVH[minivmm]}" 'BEGIN { print (o < 4096) }')
-o4n=$(awk -v o="${OVH[minivmm-nopop]}" 'BEGIN { print (o < 4096) }')
-echo "target: minivmm RSS beyond guest RAM < 4 MiB: minivmm $(mib "${OVH[minivmm]}") MiB ($(verdict "$o4")), --no-populate $(mib "${OVH[minivmm-nopop]}") MiB ($(verdict "$o4n"))"
+o4n=$(awk -v o="${OVH[minivmm-pop]}" 'BEGIN { print (o < 4096) }')
+echo "target: minivmm RSS beyond guest RAM < 4 MiB: minivmm $(mib "${OVH[minivmm]}") MiB ($(verdict "$o4")), --populate $(mib "${OVH[minivmm-pop]}") MiB ($(verdict "$o4n"))"

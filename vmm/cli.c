@@ -251,9 +251,9 @@ void cli_usage(void)
 	    "  --initrd PATH          initial ramdisk\n"
 	    "  --cmdline STRING       kernel command line (default: empty)\n"
 	    "  --memory SIZE          guest RAM, e.g. 512M, 2G (bare number: MiB; default 256M)\n"
-	    "  --no-populate          do not pre-fault guest RAM in the background (less host\n"
-	    "                         memory for a guest that touches little; dearer first "
-	    "touch)\n"
+	    "  --populate             pre-fault guest RAM in a low-priority background thread\n"
+	    "                         (cheaper first touches; costs host CPU and memory while\n"
+	    "                         the guest runs; default off, --no-populate)\n"
 	    "  --cpus N               number of vCPUs (1-%d, default 1)\n"
 	    "  --pin VCPU=CPULIST,... pin vCPU threads to host CPUs, e.g. 0=2,1=3-4\n"
 	    "\n"
@@ -295,6 +295,7 @@ enum {
 	OPT_INITRD,
 	OPT_CMDLINE,
 	OPT_MEMORY,
+	OPT_POPULATE,
 	OPT_NO_POPULATE,
 	OPT_CPUS,
 	OPT_PIN,
@@ -341,6 +342,7 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 	    {"initrd", required_argument, NULL, OPT_INITRD},
 	    {"cmdline", required_argument, NULL, OPT_CMDLINE},
 	    {"memory", required_argument, NULL, OPT_MEMORY},
+	    {"populate", no_argument, NULL, OPT_POPULATE},
 	    {"no-populate", no_argument, NULL, OPT_NO_POPULATE},
 	    {"cpus", required_argument, NULL, OPT_CPUS},
 	    {"pin", required_argument, NULL, OPT_PIN},
@@ -368,7 +370,7 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 	cfg->cmdline = "";
 	cfg->memory_bytes = 256ULL << 20;
 	cfg->nr_cpus = 1;
-	cfg->populate = true;
+	cfg->populate = false; /* pre-faulting competes with the guest's I/O: opt in */
 	cfg->seccomp = seccomp_default_on();
 	cfg->console = CONSOLE_STDIO;
 	const char *pin_arg = NULL;
@@ -412,6 +414,9 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 				     optarg);
 				return CLI_ERROR;
 			}
+			break;
+		case OPT_POPULATE:
+			cfg->populate = true;
 			break;
 		case OPT_NO_POPULATE:
 			cfg->populate = false;

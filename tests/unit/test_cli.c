@@ -109,13 +109,20 @@ Test(cli_parse, defaults_and_values)
 	cr_assert_str_eq(cfg.console_path, "/tmp/out");
 	cr_assert_eq(cfg.protocol, BOOT_PVH);
 	cr_assert(cfg.pinned[1] && !cfg.pinned[0]);
-	cr_assert(cfg.populate);
+	cr_assert(!cfg.populate, "pre-faulting is opt-in");
 
 	char *argv2[] = {"minivmm", "--kernel", "k"};
 	cr_assert_eq(parse(&cfg, 3, argv2), CLI_RUN);
 	cr_assert_eq(cfg.memory_bytes, 256ULL << 20, "default 256M");
 	cr_assert_eq(cfg.nr_cpus, 1);
 	cr_assert_str_eq(cfg.cmdline, "");
+
+	char *argv3[] = {"minivmm", "--kernel", "k", "--populate"};
+	cr_assert_eq(parse(&cfg, 4, argv3), CLI_RUN);
+	cr_assert(cfg.populate);
+	char *argv4[] = {"minivmm", "--kernel", "k", "--populate", "--no-populate"};
+	cr_assert_eq(parse(&cfg, 5, argv4), CLI_RUN);
+	cr_assert(!cfg.populate, "the last of the two wins");
 }
 
 Test(cli_parse, rejects_bad_command_lines)
