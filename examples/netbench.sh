@@ -345,6 +345,24 @@ row_failed() {
 # wait_pid PID: wait for a background job, ignoring its status
 wait_pid() { wait "$1" 2>/dev/null || true; }
 
+# guest_against_host TAG CFG TOOL TEST SIZE: the host tool (sink or echo) in the background,
+# then guest 0 running TEST to its end; the tool stops 1 s after its last datagram (stopped
+# here if nothing came at all). Sets hl (the tool's result) and line (the guest's).
+guest_against_host() {
+	local tag=$1 cfg=$2 tool=$3 test=$4 size=$5 hpid gpid
+	host_tool "$tag-host" "$tool" --bind "$HOST_IP" --port "$PORT" --buf "$BUF" \
+		--idle-ms 1000 --wait-secs "$((SECS + TIMEOUT))" --cpu-pid-file "$TMP/$tag-g.pid"
+	hpid=$LAST_PID
+	guest_start "$tag-g" "$cfg" 0 "$test" "$size"
+	gpid=$LAST_PID
+	wait_pid "$gpid"
+	sleep 1.2
+	kill -TERM "$hpid" 2>/dev/null || true
+	wait_pid "$hpid"
+	hl=$(cat "$TMP/$tag-host.out")
+	line=$(result_line "$tag-g")
+}
+
 # run_one CFG SIZE: one measurement; sets R_SOCK R_ELAPSED R_MBPS R_PPS R_SENT R_RECV R_CPU
 # (us per packet) R_TPS R_P50 R_P90 R_P99 ("" where unknown).
 run_one() {
@@ -359,19 +377,9 @@ run_one() {
 	local tag="$kind-$size-$RANDOM" line hl gpid cpu0 cpu1
 	case "$DIR" in
 	g2h | pps)
-		host_tool "$tag-host" sink --bind "$HOST_IP" --port "$PORT" --buf "$BUF" \
-			--idle-ms 1000 --wait-secs "$((SECS + TIMEOUT))" --cpu-pid-file "$TMP/$tag-g.pid"
-		local hpid=$LAST_PID test=udp_stream
+		local test=udp_stream
 		[ "$DIR" = pps ] && test=pktgen
-		guest_start "$tag-g" "$cfg" 0 "$test" "$size"
-		gpid=$LAST_PID
-		wait_pid "$gpid"
-		# the sink ends 1 s after the last datagram; if nothing came at all, stop it now
-		sleep 1.2
-		kill -TERM "$hpid" 2>/dev/null || true
-		wait_pid "$hpid"
-		hl=$(cat "$TMP/$tag-host.out")
-		line=$(result_line "$tag-g")
+		guest_against_host "$tag" "$cfg" sink "$test" "$size"
 		[ -n "$hl" ] || { row_failed "$tag-host" "no result from the host sink"; return; }
 		R_SOCK=$(kv rcvbuf "$hl") R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl")
 		R_PPS=$(kv pps "$hl") R_RECV=$(kv msgs "$hl")
@@ -417,17 +425,7 @@ run_one() {
 		fi
 		;;
 	rr)
-		host_tool "$tag-host" echo --bind "$HOST_IP" --port "$PORT" --buf "$BUF" \
-			--idle-ms 1000 --wait-secs "$((SECS + TIMEOUT))" --cpu-pid-file "$TMP/$tag-g.pid"
-		local hpid=$LAST_PID
-		guest_start "$tag-g" "$cfg" 0 udp_rr "$size"
-		gpid=$LAST_PID
-		wait_pid "$gpid"
-		sleep 1.2
-		kill -TERM "$hpid" 2>/dev/null || true
-		wait_pid "$hpid"
-		hl=$(cat "$TMP/$tag-host.out")
-		line=$(result_line "$tag-g")
+		guest_against_host "$tag" "$cfg" echo udp_rr "$size"
 		[ -n "$line" ] || { row_failed "$tag-g" "no result line from the guest"; return; }
 		R_SOCK=$(kv rcvbuf "$hl") R_ELAPSED=$(kv secs "$line") R_TPS=$(kv tps "$line")
 		R_P50=$(kv lat_us_p50 "$line") R_P90=$(kv p90 "$line") R_P99=$(kv p99 "$line")

@@ -87,6 +87,24 @@ static bool matches(const uint8_t *buf, uint64_t off, uint32_t len, uint64_t see
 
 enum stream_mode { READ_ONLY, READ_VERIFY, WRITE_PATTERN, WRITE_AS_IS };
 
+/* Kick what was just posted, then wait for one completion. Returns 0 with *slot set, *idle
+ * when nothing was in flight (the caller is done), or an error (`failed` if the device did not
+ * say OK). */
+static const char *kick_and_wait(struct vblk *b, bool posted, const char *failed, unsigned *slot,
+				 bool *idle)
+{
+	if (posted)
+		vblk_kick(b);
+	*idle = !b->inflight;
+	if (*idle)
+		return 0;
+	uint8_t status;
+	const char *err = vblk_wait(b, slot, &status);
+	if (err)
+		return err;
+	return status == VBLK_S_OK ? 0 : failed;
+}
+
 /* [0, bytes) in 1 MiB requests, up to NCHUNK in flight. */
 static const char *stream(struct vblk *b, enum stream_mode mode, uint64_t bytes, uint64_t seed,
 			  uint64_t *cycles)
@@ -117,16 +135,13 @@ static const char *stream(struct vblk *b, enum stream_mode mode, uint64_t bytes,
 			next += len;
 			posted = true;
 		}
-		if (posted)
-			vblk_kick(b);
-		if (!b->inflight)
-			break;
 		unsigned s;
-		uint8_t status;
-		if ((err = vblk_wait(b, &s, &status)))
+		bool idle;
+		if ((err = kick_and_wait(b, posted, write ? "blk write failed" : "blk read failed",
+					 &s, &idle)))
 			return err;
-		if (status != VBLK_S_OK)
-			return write ? "blk write failed" : "blk read failed";
+		if (idle)
+			break;
 		if (mode == READ_VERIFY &&
 		    !matches(chunk_buf[buf_of[s]], off_of[s], len_of[s], seed)) {
 			kprintf("probe: blk mismatch in [%lu, +%u)\n", off_of[s], len_of[s]);
@@ -172,16 +187,12 @@ static const char *randread(struct vblk *b, uint64_t bytes, uint64_t secs, uint6
 			buf_of[s] = bi;
 			posted = true;
 		}
-		if (posted)
-			vblk_kick(b);
-		if (!b->inflight)
-			break;
 		unsigned s;
-		uint8_t status;
-		if ((err = vblk_wait(b, &s, &status)))
+		bool idle;
+		if ((err = kick_and_wait(b, posted, "blk random read failed", &s, &idle)))
 			return err;
-		if (status != VBLK_S_OK)
-			return "blk random read failed";
+		if (idle)
+			break;
 		free_bufs[nfree++] = buf_of[s];
 		done++;
 	}
