@@ -6,7 +6,7 @@
 #            [--sizes "32 64 ..."] [--secs N] [--buf BYTES] [--vcpu-pin CPULIST]
 #            [--io-pin CPULIST] [--host-pin CPULIST] [--timeout SEC] [--json] [--keep-logs]
 #            [--probe-args "WORDS"]   (extra words for the probe, e.g. net.txwait=halt)
-#            [--rounds N]
+#            [--rounds N] [--ceiling]
 #
 # Directions (--dir, default g2h):
 #   g2h  guest udp_stream -> host sink: throughput as received by the host
@@ -17,12 +17,19 @@
 #
 # Configurations (CFG, default minivmm:):
 #   minivmm[:OPTS]  build/minivmm, --net tap=TAP,transport=mmio,mac=..,OPTS  (OPTS: tx=bh,...)
+#   minivmm@PATH[:OPTS]  the same with the minivmm binary at PATH (absolute, or relative to
+#                   the repository): two builds side by side
 #   qemu[:OPTS]     qemu-system-x86_64 -M microvm, -device virtio-net-device,...,OPTS (tx=timer)
 #   netns:          no VM: the "guest" is a network namespace behind a veth pair running
 #                   build/examples/udpperf; tests this script's plumbing, and gives the
 #                   Linux kernel's own figure for the same path
+#   tapwrite:       no VM (g2h and pps only): build/examples/tapsend writes the probe's frames
+#                   straight into the tap, one write() each, as a VMM's I/O thread does: the
+#                   ceiling of any tap-backed VMM on this host, and (VMM CPU column) what the
+#                   host kernel's tap -> UDP path alone costs per packet
 # --compare A B runs both, alternating per size (A, B, A, B ...), and adds a column with
 # B's speedup over A in percent (throughput; packets/s for pps; transactions/s for rr).
+# --ceiling (g2h, pps) adds tapwrite: as a further row per size, in the same alternation.
 # --rounds N measures every size N times (A, B, A, B ... per size): each configuration's row is
 # its median round, and the speedup is the median of the N per-round speedups. Rows on a
 # shared machine drift by 10-20% between runs; use 3 or 5 rounds for figures you publish.
@@ -53,6 +60,7 @@ TIMEOUT=30
 JSON=0
 KEEP_LOGS=0
 ROUNDS=1
+CEILING=0
 CONFIGS=()
 
 usage() {
@@ -80,6 +88,7 @@ while [ $# -gt 0 ]; do
 	--host-pin) HOST_PIN="${2:?--host-pin needs a value}"; shift 2 ;;
 	--timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
 	--rounds) ROUNDS="${2:?--rounds needs a value}"; shift 2 ;;
+	--ceiling) CEILING=1; shift ;;
 	--json) JSON=1; shift ;;
 	--keep-logs) KEEP_LOGS=1; shift ;;
 	-h | --help) usage ;;
@@ -110,18 +119,29 @@ for s in "${SIZE_LIST[@]}"; do
 	SEEN_SIZES="${SEEN_SIZES:-} $s"
 done
 [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=("minivmm:")
+[ "$CEILING" = 0 ] || CONFIGS+=("tapwrite:")
 for c in "${CONFIGS[@]}"; do
 	case "$c" in
-	minivmm | minivmm:* | qemu | qemu:* | netns | netns:) ;;
-	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS] or netns: ($c)" ;;
+	minivmm | minivmm:* | minivmm@* | qemu | qemu:* | netns | netns:) ;;
+	tapwrite | tapwrite:)
+		[[ "$DIR" == g2h || "$DIR" == pps ]] || die "tapwrite: measures g2h and pps only" ;;
+	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns: or tapwrite: ($c)" ;;
 	esac
 done
 
 cd "$(dirname "$0")/.."
 MINIVMM=${MINIVMM:-build/minivmm}
+# vmm_binary CFG: the minivmm binary a minivmm[@PATH][:OPTS] configuration runs, absolute
+vmm_binary() {
+	local kind=${1%%:*} bin=$MINIVMM
+	[[ "$kind" != minivmm@* ]] || bin=${kind#minivmm@}
+	[[ "$bin" == /* ]] || bin=$PWD/$bin
+	echo "$bin"
+}
 PROBE=${PROBE:-build/firmware/probe.elf}
 QEMU=${QEMU:-qemu-system-x86_64}
 UDPPERF=build/examples/udpperf
+TAPSEND=build/examples/tapsend
 
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces, taps)"
 command -v ip >/dev/null || die "ip not found: apt-get install iproute2"
@@ -129,8 +149,9 @@ command -v cc >/dev/null || die "no C compiler: apt-get install gcc"
 for c in "${CONFIGS[@]}"; do
 	case "$c" in
 	minivmm*)
-		[ -x "$MINIVMM" ] || die "$MINIVMM not found: run 'make'"
-		[[ "$("$MINIVMM" --help 2>&1)" == *--net* ]] || die "$MINIVMM has no --net option"
+		bin=$(vmm_binary "$c")
+		[ -x "$bin" ] || die "$bin not found: run 'make'"
+		[[ "$("$bin" --help 2>&1)" == *--net* ]] || die "$bin has no --net option"
 		;;
 	qemu*)
 		command -v "$QEMU" >/dev/null || die "$QEMU not found: apt-get install qemu-system-x86"
@@ -143,12 +164,14 @@ for c in "${CONFIGS[@]}"; do
 		[ -w /dev/kvm ] || die "/dev/kvm is missing or not writable"
 		[ -e /dev/net/tun ] || die "/dev/net/tun is missing"
 		;;
+	tapwrite*) [ -e /dev/net/tun ] || die "/dev/net/tun is missing" ;;
 	esac
 done
 
 mkdir -p build/examples
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$UDPPERF" examples/netbench/udpperf.c
-UDPPERF=$PWD/$UDPPERF
+cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TAPSEND" examples/netbench/tapsend.c
+UDPPERF=$PWD/$UDPPERF TAPSEND=$PWD/$TAPSEND
 
 # ---------------------------------------------------------------------------------------------
 # Clean-up of everything we create; registered before anything is created.
@@ -263,10 +286,10 @@ guest_start() {
 	[ -z "${PROBE_ARGS:-}" ] || cmdline+=" $PROBE_ARGS"
 	local cmd=() ns=$NS
 	case "$kind" in
-	minivmm)
+	minivmm | minivmm@*)
 		local net="tap=${TAP[$i]},transport=mmio,mac=${GUEST_MAC[$i]}"
 		[ -z "$opts" ] || net+=",$opts"
-		cmd=("$PWD/$MINIVMM" --kernel "$PWD/$PROBE" --net "$net" --cmdline "$cmdline"
+		cmd=("$(vmm_binary "$cfg")" --kernel "$PWD/$PROBE" --net "$net" --cmdline "$cmdline"
 			--console stdio --quiet)
 		[ -z "$VCPU_PIN" ] || cmd+=(--pin "0=$VCPU_PIN")
 		[ -z "$IO_PIN" ] || cmd+=(--io-pin "$IO_PIN")
@@ -292,6 +315,12 @@ guest_start() {
 			cmd=("$UDPPERF" rr --dest "$peer" --port "$PORT" --size "$size" --secs "$secs") ;;
 		esac
 		[ -z "$VCPU_PIN" ] || cmd=(taskset -c "$VCPU_PIN" "${cmd[@]}")
+		;;
+	tapwrite) # the probe's frames; pktgen's are 18-byte datagrams whatever the size
+		[ "$test" = pktgen ] && size=18
+		cmd=("$TAPSEND" --tap "${TAP[$i]}" --mac "${GUEST_MAC[$i]}" --src "${GUEST_IP[$i]}"
+			--dest "$peer" --port "$PORT" --size "$size" --secs "$secs")
+		[ -z "$IO_PIN" ] || cmd=(taskset -c "$IO_PIN" "${cmd[@]}")
 		;;
 	esac
 	echo "$cmdline" >"$TMP/$name.cmdline"
@@ -321,7 +350,8 @@ guest_wait_ready() {
 # result_line NAME: the guest's result line
 result_line() {
 	tr -d '\r' <"$TMP/$1.out" |
-		grep -E '^(probe: (udp_stream|udp_sink|udp_rr|pktgen) |udpperf: mode=)' | tail -n 1 || true
+		grep -E '^(probe: (udp_stream|udp_sink|udp_rr|pktgen) |udpperf: mode=|tapsend: )' |
+		tail -n 1 || true
 }
 
 cpu_of() { # cpu_of PID: utime+stime in us, or empty
@@ -370,11 +400,13 @@ run_one() {
 	CUR_CFG=$cfg CUR_SIZE=$size
 	R_SOCK="" R_ELAPSED="" R_MBPS="" R_PPS="" R_SENT="" R_RECV="" R_CPU=""
 	R_TPS="" R_P50="" R_P90="" R_P99="" R_MSZ=""
-	if [ "$CUR_LINK_KIND" != "${kind/qemu/minivmm}" ]; then
-		for ((i = 0; i < NGUESTS; i++)); do setup_link "$i" "$kind"; done
-		CUR_LINK_KIND=${kind/qemu/minivmm}
+	local link=tap # a veth for netns:, a tap for all others (the VMMs and tapwrite:)
+	[ "$kind" != netns ] || link=netns
+	if [ "$CUR_LINK_KIND" != "$link" ]; then
+		for ((i = 0; i < NGUESTS; i++)); do setup_link "$i" "$link"; done
+		CUR_LINK_KIND=$link
 	fi
-	local tag="$kind-$size-$RANDOM" line hl gpid cpu0 cpu1
+	local tag="${kind%%@*}-$size-$RANDOM" line hl gpid cpu0 cpu1
 	case "$DIR" in
 	g2h | pps)
 		local test=udp_stream
@@ -508,7 +540,7 @@ for size in "${SIZE_LIST[@]}"; do
 		[ -n "$pick" ] || pick=0
 		for k in "${KEYS[@]}"; do RES[$c,$size,$k]=${ROUND[$pick,$c,$size,$k]:-}; done
 	done
-	[ "$NCFG" = 2 ] || continue
+	[ "$NCFG" -ge 2 ] || continue
 	SPEEDUP[$size]=$(for ((r = 0; r < ROUNDS; r++)); do
 		a=${ROUND[$r,0,$size,$M]:-} b=${ROUND[$r,1,$size,$M]:-}
 		[ -n "$a" ] && [ -n "$b" ] || continue
@@ -529,7 +561,7 @@ table() {
 	CW=10
 	for ((c = 0; c < NCFG; c++)); do [ ${#CONFIGS[$c]} -lt $CW ] || CW=$((${#CONFIGS[$c]} + 1)); done
 	sp_h1="" sp_h2="" sp_h3=""
-	[ "$NCFG" = 2 ] && sp_h1=" Speedup" sp_h2=" B vs A" sp_h3=" %"
+	[ "$NCFG" -ge 2 ] && sp_h1=" Speedup" sp_h2=" B vs A" sp_h3=" %"
 	if [ "$DIR" = rr ]; then
 		printf "%-${CW}s %-8s %-8s %-8s %-10s %-9s %-9s %-9s %-8s%s\n" Config Socket Request Elapsed Trans. Latency Latency Latency "VMM CPU" "$sp_h1"
 		printf "%-${CW}s %-8s %-8s %-8s %-10s %-9s %-9s %-9s %-8s%s\n" "" Size Size Time Rate p50 p90 p99 "per tr." "$sp_h2"
@@ -544,7 +576,7 @@ table() {
 		for ((c = 0; c < NCFG; c++)); do
 			d() { local v=${RES[$c,$size,$1]}; echo "${v:--}"; }
 			sp=""
-			[ "$NCFG" = 2 ] && [ $c = 1 ] && sp=" $(speedup "$size")"
+			[ "$NCFG" -ge 2 ] && [ $c = 1 ] && sp=" $(speedup "$size")"
 			if [ "$DIR" = rr ]; then
 				printf "%-${CW}s %-8s %-8s %-8s %-10s %-9s %-9s %-9s %-8s%s\n" "${CONFIGS[$c]}" \
 					"$(d SOCK)" "$size" "$(d ELAPSED)" "$(d TPS)" "$(d P50)" "$(d P90)" "$(d P99)" "$(d CPU)" "$sp"
@@ -591,7 +623,7 @@ if [ "$JSON" = 1 ]; then
 				printf ',"recv_msgs":%s' "$(json_num "${RES[$c,$size,RECV]}")"
 			fi
 			printf ',"vmm_cpu_us_per_pkt":%s' "$(json_num "${RES[$c,$size,CPU]}")"
-			if [ "$NCFG" = 2 ] && [ $c = 1 ]; then
+			if [ "$NCFG" -ge 2 ] && [ $c = 1 ]; then
 				printf ',"speedup_pct":%s' "$(json_num "$(speedup "$size")")"
 			fi
 			printf '}'

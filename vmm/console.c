@@ -136,6 +136,7 @@ static bool handle_input(struct console *c, const uint8_t *buf, ssize_t n)
 static void *input_thread(void *arg)
 {
 	struct console *c = arg;
+	pthread_setname_np(pthread_self(), "console-in");
 	for (;;) {
 		struct pollfd fds[2] = {{.fd = c->in_fd, .events = POLLIN},
 					{.fd = c->wake_fd, .events = POLLIN}};

@@ -224,6 +224,7 @@ static void *loop_thread(void *arg)
 {
 	struct event_loop *loop = arg;
 	loop->tid = (pid_t)syscall(SYS_gettid);
+	pthread_setname_np(pthread_self(), "io"); /* for top -H, perf and /proc */
 	if (loop->pinned && sched_setaffinity(0, sizeof(loop->pin), &loop->pin) < 0) {
 		log_error("cannot pin the I/O thread: %s", strerror(errno));
 		loop->pin_failed = true;

@@ -33,6 +33,7 @@ static void layout(struct guest_mem *mem, uint8_t *backing, uint64_t ram_size)
 static void *populate_thread(void *arg)
 {
 	struct guest_mem *mem = arg;
+	pthread_setname_np(pthread_self(), "populate");
 	/* Lowest priority: the vCPUs, which fault pages in themselves if need be, come first. Not
 	 * SCHED_IDLE: a starved thread holding mmap_lock would stall everyone behind it. */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);

@@ -12,6 +12,8 @@
  */
 #include "seccomp.h"
 
+#include <sys/prctl.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -201,11 +203,13 @@ int seccomp_install(void (*on_violation)(void), char *err, size_t errlen)
 			goto fail;
 	const struct scmp_arg_cmp thread_only =
 	    SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
+	const struct scmp_arg_cmp set_name = SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME);
 	const struct scmp_arg_cmp read_only =
 	    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY);
 	if (add(ctx, SCMP_ACT_ALLOW, "clone", 1, &thread_only, err, errlen) ||
 	    add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err, errlen) ||
-	    add(ctx, SCMP_ACT_ALLOW, "openat", 1, &read_only, err, errlen))
+	    add(ctx, SCMP_ACT_ALLOW, "openat", 1, &read_only, err, errlen) ||
+	    add(ctx, SCMP_ACT_ALLOW, "prctl", 1, &set_name, err, errlen)) /* thread names */
 		goto fail;
 	if ((rc = seccomp_load(ctx)) < 0) {
 		snprintf(err, errlen, "seccomp: loading the filter: %s", strerror(-rc));

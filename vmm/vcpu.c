@@ -144,6 +144,9 @@ static void *vcpu_thread(void *arg)
 	struct vcpu *v = arg;
 	struct vm *vm = v->vm;
 	v->tid = (pid_t)syscall(SYS_gettid);
+	char name[16];
+	snprintf(name, sizeof(name), "vcpu%d", v->index);
+	pthread_setname_np(pthread_self(), name);
 	if (vm->cfg->pinned[v->index] &&
 	    sched_setaffinity(0, sizeof(cpu_set_t), &vm->cfg->pin_sets[v->index]) < 0) {
 		log_error("vCPU %d: cannot pin to the requested CPUs: %s", v->index,

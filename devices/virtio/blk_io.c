@@ -86,6 +86,7 @@ static void signal_efd(struct blk_image *img)
 static void *worker_main(void *opaque)
 {
 	struct blk_image *img = opaque;
+	pthread_setname_np(pthread_self(), "blk-worker");
 	pthread_mutex_lock(&img->lock);
 	for (;;) {
 		while (!img->todo && !img->stop)

@@ -46,6 +46,10 @@
 #define RX_BATCH 64
 /* Most guest buffers one merged frame may use. */
 #define RX_MAX_CHAINS 64
+/* Checks for a used-ring interrupt per ring's worth of transmitted frames, within a burst too:
+ * often enough that a driver waiting for room wakes well before the ring drains, rarely enough
+ * that without EVENT_IDX a ring's worth raises at most this many interrupts. */
+#define TX_NOTIFY_CHECKS 8
 
 struct virtio_net_config_space {
 	uint8_t mac[6];
@@ -84,7 +88,7 @@ static unsigned tx_flush(struct virtio_net *n, unsigned burst, bool *more)
 	struct virtio_dev *dev = n->dev;
 	struct virtqueue *vq = &dev->vqs[TX_QUEUE];
 	char err[160];
-	unsigned done = 0;
+	unsigned done = 0, every = vq->size > TX_NOTIFY_CHECKS ? vq->size / TX_NOTIFY_CHECKS : 1;
 	*more = false;
 	while (done < burst) {
 		int rc = virtqueue_pop(vq, n->elem, err, sizeof(err));
@@ -114,8 +118,12 @@ static unsigned tx_flush(struct virtio_net *n, unsigned burst, bool *more)
 		}
 		virtqueue_push(vq, n->elem->head, 0);
 		done++;
+		/* Ask about an interrupt during the burst too: a driver waiting for room wakes when
+		 * it asked (used_event), refills while we drain, and the ring never runs dry. */
+		if (done % every == 0)
+			virtio_dev_notify_used(dev, TX_QUEUE);
 	}
-	if (done)
+	if (done % every)
 		virtio_dev_notify_used(dev, TX_QUEUE);
 	*more = done == burst;
 	return done;

@@ -34,6 +34,7 @@ wait_line vm out '^probe: holding'
 
 # status: vCPUs with their thread ids (as logged at start), the I/O thread, the devices.
 out=$(ctl status) || fail "status failed: $out"
+tid0=$(sed -n 's/^minivmm: vcpu 0: tid \([0-9]*\),.*/\1/p' "$TEST_TMP/vm.err")
 tid1=$(sed -n 's/^minivmm: vcpu 1: tid \([0-9]*\),.*/\1/p' "$TEST_TMP/vm.err")
 iotid=$(sed -n 's/^minivmm: io thread: tid \([0-9]*\),.*/\1/p' "$TEST_TMP/vm.err")
 grep -q '"ok":true' <<<"$out" || fail "status: $out"
@@ -55,6 +56,12 @@ for st in /proc/$pid/task/*/status; do
 	grep -q "^Seccomp:[[:space:]]*$want\$" "$st" || fail "$st: Seccomp is not $want: $(grep Seccomp "$st")"
 done
 [ "$(ls /proc/$pid/task | wc -l)" -ge 4 ] || fail "expected vCPU, I/O and console threads"
+# Threads carry their role as their name (top -H, perf): the tids status reported.
+for t in "$tid0 vcpu0" "$tid1 vcpu1" "$iotid io"; do
+	read -r tid name <<<"$t"
+	[ "$(cat "/proc/$pid/task/$tid/comm")" = "$name" ] ||
+		fail "thread $tid is named '$(cat "/proc/$pid/task/$tid/comm")', not $name"
+done
 
 # pause / resume: status shows the vCPUs parked, then running again.
 out=$(ctl pause) || fail "pause failed: $out"

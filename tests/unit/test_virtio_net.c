@@ -11,11 +11,12 @@
 #include "devices/virtio/virtio.h"
 #include "vmm/event_loop.h"
 
-#define RAM_SIZE (16u << 20)
-#define QSIZE	 16
-#define RXQ	 0
-#define TXQ	 1
-#define F_MRG	 15
+#define RAM_SIZE    (16u << 20)
+#define QSIZE	    16
+#define RXQ	    0
+#define TXQ	    1
+#define F_MRG	    15
+#define F_EVENT_IDX 29
 
 /* ---- the fake backend ---- */
 
@@ -112,12 +113,14 @@ static struct net_backend *open_fake(const struct net_config *cfg, struct event_
 /* ---- the fake transport and guest ---- */
 
 static int queue_irqs, config_irqs;
+static int first_irq_after; /* frames the backend had sent at the first queue interrupt */
 
 static void signal_queue(struct virtio_dev *d, int q)
 {
 	(void)d;
 	(void)q;
-	queue_irqs++;
+	if (!queue_irqs++)
+		first_irq_after = fake->nsent;
 }
 
 static void signal_config(struct virtio_dev *d)
@@ -135,6 +138,7 @@ static struct event_loop loop;
 static struct virtio_dev dev;
 static struct virtio_net *net;
 static uint16_t avail_idx[2];
+static uint32_t extra_features; /* feature bits 0-31 start() offers beyond MRG_RXBUF */
 
 static uint64_t ring_base(int q)
 {
@@ -160,10 +164,10 @@ static void start(uint32_t burst, bool mergeable)
 	net = virtio_net_create(&dev, &mem, &loop, &cfg, "net-test0", open_fake);
 	cr_assert_not_null(net);
 	dev.transport = &transport;
-	queue_irqs = config_irqs = 0;
+	queue_irqs = config_irqs = first_irq_after = 0;
 	avail_idx[0] = avail_idx[1] = 0;
 	virtio_dev_set_status(&dev, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
-	virtio_dev_set_driver_features(&dev, 0, mergeable ? 1u << F_MRG : 0);
+	virtio_dev_set_driver_features(&dev, 0, (mergeable ? 1u << F_MRG : 0) | extra_features);
 	virtio_dev_set_driver_features(&dev, 1, 1); /* VERSION_1 */
 	for (int q = 0; q < 2; q++) {
 		dev.vqs[q].size = QSIZE;
@@ -232,6 +236,34 @@ Test(virtio_net, transmit_sends_every_frame_in_order)
 		cr_assert_eq(fake->sent[i][NET_HDR_LEN], 0x10 + i);
 	}
 	cr_assert_eq(used_idx(TXQ), 5);
+	stop();
+}
+
+Test(virtio_net, driver_waiting_for_room_is_woken_during_the_burst)
+{
+	extra_features = 1u << F_EVENT_IDX;
+	start(256, true);
+	extra_features = 0;
+	/* One frame first, so the device's first (unconditional) interrupt is behind us. */
+	post_tx(0, 64, 0);
+	virtio_dev_queue_notify(&dev, TXQ);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(used_idx(TXQ), 1);
+	queue_irqs = 0;
+	/* A full ring; the driver asks to be woken once 4 of it are used (used_event = 1 + 3). */
+	uint16_t *avail = gpa(ring_base(TXQ) + 0x1000);
+	avail[2 + QSIZE] = 4;
+	for (uint16_t i = 0; i < QSIZE; i++)
+		post_tx(i, 64, (uint8_t)i);
+	virtio_dev_queue_notify(&dev, TXQ);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 1 + QSIZE);
+	cr_assert_eq(used_idx(TXQ), 1 + QSIZE);
+	cr_assert_eq(queue_irqs, 1, "one interrupt: the one asked for, not %d", queue_irqs);
+	/* Not only at the end of the burst: the driver refills while the device drains. */
+	int after = first_irq_after - 1;
+	cr_assert(after >= 4 && after <= 4 + QSIZE / 8, "interrupt after %d of %d frames", after,
+		  QSIZE);
 	stop();
 }
 

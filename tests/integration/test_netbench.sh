@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# examples/netbench.sh end to end, briefly: minivmm against the tap-write ceiling (tapwrite:,
+# whose frames the host stack accepts only with correct IPv4 and UDP checksums, fragments
+# included), then request/response; every row must have moved datagrams, the JSON must name
+# both configurations, and nothing the script made may outlive it.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/netns.sh"
+netns_require
+
+BENCH=$ROOT/examples/netbench.sh
+
+# result JSON CONFIG SIZE KEY: KEY of CONFIG's row for SIZE in netbench's --json output
+result() {
+	grep -o "{\"config\":\"$2\",\"message_bytes\":$3,[^}]*}" <<<"$1" |
+		sed -n "s/.*\"$4\":\([^,}]*\).*/\1/p"
+}
+
+# positive JSON CONFIG SIZE KEY: fail unless that value is a number above zero
+positive() {
+	local v
+	v=$(result "$@")
+	awk -v v="$v" 'BEGIN { exit !(v + 0 > 0) }' || fail "$2 $3 bytes: $4 is '$v' in: $1"
+}
+
+before=$(ip netns list | grep -c '^netbench-' || true)
+
+out=$(timeout 120 "$BENCH" --config minivmm: --ceiling --sizes "64 3000" --secs 1 \
+	--probe-args net.txwait=halt --json 2>"$TEST_TMP/g2h.err") ||
+	{ cat "$TEST_TMP/g2h.err"; fail "netbench g2h failed: $out"; }
+grep -q '"configs":\["minivmm:","tapwrite:"\]' <<<"$out" || fail "configs missing: $out"
+for cfg in minivmm: tapwrite:; do
+	for size in 64 3000; do
+		positive "$out" "$cfg" "$size" recv_msgs
+		positive "$out" "$cfg" "$size" pps
+		positive "$out" "$cfg" "$size" vmm_cpu_us_per_pkt
+	done
+done
+
+out=$(timeout 60 "$BENCH" --dir rr --config minivmm: --sizes 64 --secs 1 --json \
+	2>"$TEST_TMP/rr.err") || { cat "$TEST_TMP/rr.err"; fail "netbench rr failed: $out"; }
+positive "$out" minivmm: 64 tps
+positive "$out" minivmm: 64 lat_us_p50
+
+# tapwrite: only measures what it can: refused for the other directions, with a reason.
+rc=0
+"$BENCH" --dir h2g --config tapwrite: --sizes 64 --secs 1 >/dev/null 2>"$TEST_TMP/refused.err" ||
+	rc=$?
+[ $rc = 2 ] && grep -q 'tapwrite: measures g2h and pps only' "$TEST_TMP/refused.err" ||
+	fail "tapwrite: with --dir h2g: status $rc, $(cat "$TEST_TMP/refused.err")"
+
+after=$(ip netns list | grep -c '^netbench-' || true)
+[ "$after" = "$before" ] || fail "netbench left namespaces behind: $(ip netns list)"
+pgrep -f "build/examples/(tapsend|udpperf)" >/dev/null && fail "netbench left host tools running"
+exit 0
