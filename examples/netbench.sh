@@ -6,7 +6,7 @@
 #            [--sizes "32 64 ..."] [--secs N] [--buf BYTES] [--vcpu-pin CPULIST]
 #            [--io-pin CPULIST] [--host-pin CPULIST] [--timeout SEC] [--json] [--keep-logs]
 #            [--probe-args "WORDS"]   (extra words for the probe, e.g. net.txwait=halt)
-#            [--rounds N] [--ceiling]
+#            [--rounds N] [--ceiling] [--profile]
 #
 # Directions (--dir, default g2h):
 #   g2h  guest udp_stream -> host sink: throughput as received by the host
@@ -30,6 +30,9 @@
 # --compare A B runs both, alternating per size (A, B, A, B ...), and adds a column with
 # B's speedup over A in percent (throughput; packets/s for pps; transactions/s for rr).
 # --ceiling (g2h, pps) adds tapwrite: as a further row per size, in the same alternation.
+# --profile (g2h, pps, rr; needs perf) samples the VMM (or stand-in) with perf while the guest
+# runs and prints, after the table, where its CPU time went in the row's run: per thread, the
+# share in the host kernel, the VMM's own code and libraries, and the top kernel symbols.
 # --rounds N measures every size N times (A, B, A, B ... per size): each configuration's row is
 # its median round, and the speedup is the median of the N per-round speedups. Rows on a
 # shared machine drift by 10-20% between runs; use 3 or 5 rounds for figures you publish.
@@ -61,6 +64,7 @@ JSON=0
 KEEP_LOGS=0
 ROUNDS=1
 CEILING=0
+PROFILE=0
 CONFIGS=()
 
 usage() {
@@ -89,6 +93,7 @@ while [ $# -gt 0 ]; do
 	--timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
 	--rounds) ROUNDS="${2:?--rounds needs a value}"; shift 2 ;;
 	--ceiling) CEILING=1; shift ;;
+	--profile) PROFILE=1; shift ;;
 	--json) JSON=1; shift ;;
 	--keep-logs) KEEP_LOGS=1; shift ;;
 	-h | --help) usage ;;
@@ -120,6 +125,10 @@ for s in "${SIZE_LIST[@]}"; do
 done
 [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=("minivmm:")
 [ "$CEILING" = 0 ] || CONFIGS+=("tapwrite:")
+if [ "$PROFILE" = 1 ]; then
+	[[ "$DIR" == g2h || "$DIR" == pps || "$DIR" == rr ]] || die "--profile measures g2h, pps and rr"
+	command -v perf >/dev/null || die "--profile needs perf: apt-get install linux-perf"
+fi
 for c in "${CONFIGS[@]}"; do
 	case "$c" in
 	minivmm | minivmm:* | minivmm@* | qemu | qemu:* | netns | netns:) ;;
@@ -297,7 +306,7 @@ guest_start() {
 	qemu)
 		local dev="virtio-net-device,netdev=n0,mac=${GUEST_MAC[$i]}"
 		[ -z "$opts" ] || dev+=",$opts"
-		cmd=("$QEMU" -accel kvm -M microvm,acpi=off -global virtio-mmio.force-legacy=false
+		cmd=("$QEMU" -accel kvm -name netbench,debug-threads=on -M microvm,acpi=off -global virtio-mmio.force-legacy=false
 			-m 256M -nographic -no-reboot -kernel "$PWD/$PROBE" -append "$cmdline"
 			-netdev "tap,id=n0,ifname=${TAP[$i]},script=no,downscript=no" -device "$dev"
 			-device isa-debug-exit,iobase=0xf4)
@@ -375,6 +384,54 @@ row_failed() {
 # wait_pid PID: wait for a background job, ignoring its status
 wait_pid() { wait "$1" 2>/dev/null || true; }
 
+# profile_start NAME CFG: perf samples the process in $TMP/NAME.pid for --secs, from when a VMM
+# has its vCPU thread (perf -p follows only the threads that exist when it attaches).
+profile_start() {
+	local name=$1 kind=${2%%:*} n=0 pid
+	PROF_PID=""
+	until [ -s "$TMP/$name.pid" ]; do
+		n=$((n + 1))
+		[ $n -lt 500 ] || return 0
+		sleep 0.01
+	done
+	pid=$(cat "$TMP/$name.pid")
+	if [[ "$kind" == minivmm* || "$kind" == qemu* ]]; then
+		n=0
+		until cat /proc/"$pid"/task/*/comm 2>/dev/null | grep -qx 'vcpu0\|CPU 0/KVM'; do
+			n=$((n + 1))
+			[ $n -lt 500 ] && kill -0 "$pid" 2>/dev/null || break
+			sleep 0.01
+		done
+	fi
+	perf record -q -F 997 -p "$pid" -o "$TMP/$name.perf" -- sleep "$SECS" \
+		>/dev/null 2>"$TMP/$name.perf.err" &
+	PROF_PID=$!
+	PIDS+=("$PROF_PID")
+}
+
+# profile_finish NAME: wait for perf; R_PROF: a file summarising where the CPU time went.
+profile_finish() {
+	local name=$1
+	[ -z "$PROF_PID" ] || wait_pid "$PROF_PID"
+	R_PROF=$TMP/$name.profile
+	[ -s "$TMP/$name.perf" ] || { echo "    (no samples)" >"$R_PROF"; return 0; }
+	# Per thread: its share of all samples, split by where they landed (kernel, binary, libs).
+	# (fields split at '|': QEMU's thread names have spaces, "CPU 0/KVM")
+	perf report -i "$TMP/$name.perf" --stdio -q --no-children --sort comm,dso -t '|' 2>/dev/null |
+		awk -F'|' '{ for (i = 1; i <= NF; i++) gsub(/^ +| +$/, "", $i) }
+		$1 ~ /%$/ { p = $1 + 0; t = $2; d = $3
+			if (!(t in tot)) order[n++] = t
+			tot[t] += p; part[t] = part[t] sprintf("%s %.1f%%, ", d == "[kernel.kallsyms]" ? "kernel" : d, p) }
+		END { for (i = 0; i < n; i++) { t = order[i]; s = part[t]; sub(/, $/, "", s)
+			printf "    thread %-16s %5.1f%%: %s\n", t, tot[t], s } }' >"$R_PROF"
+	echo "    top kernel symbols:" >>"$R_PROF"
+	perf report -i "$TMP/$name.perf" --stdio -q --no-children --sort comm,sym -t '|' 2>/dev/null |
+		awk -F'|' '{ for (i = 1; i <= NF; i++) gsub(/^ +| +$/, "", $i) }
+		$1 ~ /%$/ && $3 ~ /^\[k\] / && n++ < 8 {
+			printf "      %6s  %-16s %s\n", $1, $2, substr($3, 5) }' \
+			>>"$R_PROF"
+}
+
 # guest_against_host TAG CFG TOOL TEST SIZE: the host tool (sink or echo) in the background,
 # then guest 0 running TEST to its end; the tool stops 1 s after its last datagram (stopped
 # here if nothing came at all). Sets hl (the tool's result) and line (the guest's).
@@ -385,7 +442,9 @@ guest_against_host() {
 	hpid=$LAST_PID
 	guest_start "$tag-g" "$cfg" 0 "$test" "$size"
 	gpid=$LAST_PID
+	[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
 	wait_pid "$gpid"
+	[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
 	sleep 1.2
 	kill -TERM "$hpid" 2>/dev/null || true
 	wait_pid "$hpid"
@@ -399,7 +458,7 @@ run_one() {
 	local cfg=$1 size=$2 kind=${1%%:*} i
 	CUR_CFG=$cfg CUR_SIZE=$size
 	R_SOCK="" R_ELAPSED="" R_MBPS="" R_PPS="" R_SENT="" R_RECV="" R_CPU=""
-	R_TPS="" R_P50="" R_P90="" R_P99="" R_MSZ=""
+	R_TPS="" R_P50="" R_P90="" R_P99="" R_MSZ="" R_PROF=""
 	local link=tap # a veth for netns:, a tap for all others (the VMMs and tapwrite:)
 	[ "$kind" != netns ] || link=netns
 	if [ "$CUR_LINK_KIND" != "$link" ]; then
@@ -507,7 +566,7 @@ run_one() {
 # Measure: per size and round, every configuration in turn (A, B, A, B ...)
 declare -A RES ROUND SPEEDUP
 NCFG=${#CONFIGS[@]}
-KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ)
+KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ PROF)
 for size in "${SIZE_LIST[@]}"; do
 	for ((r = 0; r < ROUNDS; r++)); do
 		for ((c = 0; c < NCFG; c++)); do
@@ -632,5 +691,16 @@ if [ "$JSON" = 1 ]; then
 	printf ']}\n'
 else
 	table | sed 's/ *$//'
+	if [ "$PROFILE" = 1 ]; then
+		echo
+		echo "Where the VMM's CPU time went (perf, share of the samples of each row's run):"
+		for size in "${SIZE_LIST[@]}"; do
+			for ((c = 0; c < NCFG; c++)); do
+				echo "  ${CONFIGS[$c]} $size bytes:"
+				f=${RES[$c,$size,PROF]}
+				if [ -n "$f" ] && [ -s "$f" ]; then cat "$f"; else echo "    (no profile)"; fi
+			done
+		done
+	fi
 fi
 [ "$FAILED" = 0 ] || { echo "netbench: some measurements failed (see above)" >&2; exit 1; }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # examples/netbench.sh end to end, briefly: minivmm against the tap-write ceiling (tapwrite:,
 # whose frames the host stack accepts only with correct IPv4 and UDP checksums, fragments
-# included), then request/response; every row must have moved datagrams, the JSON must name
-# both configurations, and nothing the script made may outlive it.
+# included), then request/response, with and without --profile (perf); every row must have
+# moved datagrams, the JSON must name both configurations, and nothing the script made may
+# outlive it.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/netns.sh"
 netns_require
@@ -40,6 +41,15 @@ out=$(timeout 60 "$BENCH" --dir rr --config minivmm: --sizes 64 --secs 1 --json 
 	2>"$TEST_TMP/rr.err") || { cat "$TEST_TMP/rr.err"; fail "netbench rr failed: $out"; }
 positive "$out" minivmm: 64 tps
 positive "$out" minivmm: 64 lat_us_p50
+
+# --profile: where the VMM's CPU went, per named thread, split into kernel and minivmm.
+out=$(timeout 60 "$BENCH" --dir rr --config minivmm: --profile --sizes 64 --secs 1 \
+	2>"$TEST_TMP/profile.err") || { cat "$TEST_TMP/profile.err"; fail "netbench --profile failed: $out"; }
+for t in io vcpu0; do
+	grep -Eq "^    thread $t +[0-9.]+%: .*kernel [0-9.]+%" <<<"$out" ||
+		fail "--profile: no share for thread $t: $out"
+done
+grep -Eq '^      +[0-9.]+%  io ' <<<"$out" || fail "--profile: no kernel symbols of io: $out"
 
 # tapwrite: only measures what it can: refused for the other directions, with a reason.
 rc=0
