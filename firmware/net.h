@@ -59,7 +59,7 @@ struct netif {
 	void (*udp_rx)(const struct udp_msg *m); /* datagrams for `port`; 0: dropped */
 	/* ICMP echo replies (pkt: the ICMP message, checksum verified); 0: counted in icmp_other */
 	void (*echo_reply_rx)(const struct ip_hdr *ip, const uint8_t *pkt, unsigned len);
-	uint64_t rx_bad, rx_frags, arp_replies, echo_replies, icmp_other;
+	uint64_t rx_bad, rx_frags, rx_reasm_drops, arp_replies, echo_replies, icmp_other;
 };
 extern struct netif netif;
 
@@ -96,6 +96,14 @@ const char *arp_resolve(uint32_t ip, uint8_t mac[6]);
 
 /* net_ipv4.c */
 void ipv4_input(const uint8_t *src_mac, const uint8_t *pkt, unsigned len);
+/* A whole datagram (data: len bytes after the header) to ICMP or UDP. */
+void ipv4_deliver(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t *data,
+		  unsigned len);
+
+/* net_reasm.c: a fragment (data: its len bytes after the header); delivers the datagram once
+ * every fragment is in. */
+void ipv4_reasm_input(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t *data,
+		      unsigned len);
 /* hdr (hlen bytes, the L4 header) then data; fragmented above the MTU; waits for TX room. */
 const char *ipv4_send(const uint8_t mac[6], uint32_t dst, uint8_t proto, const void *hdr,
 		      unsigned hlen, const void *data, unsigned dlen);

@@ -1,4 +1,4 @@
-/* IPv4 (RFC 791): checked input without reassembly, output with fragmentation. */
+/* IPv4 (RFC 791): checked input (fragments to net_reasm.c), output with fragmentation. */
 #include "lib.h"
 #include "net.h"
 
@@ -19,15 +19,19 @@ void ipv4_input(const uint8_t *src_mac, const uint8_t *pkt, unsigned len)
 	uint32_t bcast = netif.ip | ~netif.mask;
 	if (ip->dst != netif.ip && ip->dst != 0xffffffff && ip->dst != bcast)
 		return;
-	/* No reassembly: the benchmarks never need fragments inbound. */
-	if (ntohs(ip->frag) & (IP_MF | IP_OFFSET)) {
-		netif.rx_frags++;
-		return;
-	}
+	if (ntohs(ip->frag) & (IP_MF | IP_OFFSET))
+		ipv4_reasm_input(src_mac, ip, pkt + hl, total - hl);
+	else
+		ipv4_deliver(src_mac, ip, pkt + hl, total - hl);
+}
+
+void ipv4_deliver(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t *data,
+		  unsigned len)
+{
 	if (ip->proto == IP_PROTO_ICMP)
-		icmp_input(src_mac, ip, pkt + hl, total - hl);
+		icmp_input(src_mac, ip, data, len);
 	else if (ip->proto == IP_PROTO_UDP)
-		udp_input(src_mac, ip, pkt + hl, total - hl);
+		udp_input(src_mac, ip, data, len);
 }
 
 /* Copy [off, off + n) of the concatenation hdr . data. */

@@ -61,10 +61,11 @@ void net_report_stats(void)
 {
 	struct vnet *n = &netif.nic;
 	kprintf("probe: net stats tx=%lu rx=%lu rx_drops=%lu rx_bad=%lu rx_frags=%lu "
-		"arp_replies=%lu echo_replies=%lu icmp_other=%lu kicks_tx=%lu kicks_rx=%lu\n",
+		"reasm_drops=%lu arp_replies=%lu echo_replies=%lu icmp_other=%lu kicks_tx=%lu "
+		"kicks_rx=%lu\n",
 		n->tx_pkts, n->rx_pkts, n->rx_drops, netif.rx_bad, netif.rx_frags,
-		netif.arp_replies, netif.echo_replies, netif.icmp_other, n->tx->kicks,
-		n->rx->kicks);
+		netif.rx_reasm_drops, netif.arp_replies, netif.echo_replies, netif.icmp_other,
+		n->tx->kicks, n->rx->kicks);
 }
 
 static void echo(const struct udp_msg *m)

@@ -13,7 +13,8 @@
 // echo   sends every datagram back to where it came from; stops like sink.
 // send   streams datagrams of --size bytes to --dest for --secs seconds.
 // rr     request/response: one datagram out, waits for the reply; transactions/s and latency
-//        percentiles (a request lost for --timeout-ms is counted in lost= and sent again).
+//        percentiles (a request lost for --timeout-ms is counted in lost= and sent again; a
+//        reply that is not an exact copy of the request, in bad=).
 // bulk-send / bulk-recv  a reliable transfer of --mib MiB (default 64) in 1024-byte datagrams
 //        with go-back-N and a CRC-32 of the content (the protocol of firmware/test_net_bulk.c);
 //        every datagram's content is checked on arrival. bulk-recv waits --wait-secs for the
@@ -405,7 +406,7 @@ static int run_rr(const struct opts *o)
 	if (!lat)
 		die("malloc");
 	struct cpu_watch cw = {.pid_file = o->cpu_pid_file, .hz = sysconf(_SC_CLK_TCK)};
-	unsigned long long lost = 0;
+	unsigned long long lost = 0, bad = 0;
 	double start = now_s(), t = start;
 	while (!stop_flag && t - start < o->secs) {
 		double t0 = now_s();
@@ -427,6 +428,10 @@ static int run_rr(const struct opts *o)
 				continue;
 			die("recv");
 		}
+		if (got != o->size || memcmp(rbuf, buf, (size_t)got)) {
+			bad++; /* not an exact copy of the request: not a transaction */
+			continue;
+		}
 		if (n == cap) {
 			cap *= 2;
 			double *nl = realloc(lat, cap * sizeof(*lat));
@@ -442,8 +447,8 @@ static int run_rr(const struct opts *o)
 	double p50 = n ? lat[n * 50 / 100] : 0, p90 = n ? lat[n * 90 / 100] : 0,
 	       p99 = n ? lat[n * 99 / 100] : 0;
 	printf("udpperf: mode=rr size=%d trans=%zu secs=%.3f tps=%.0f lat_us_p50=%.1f "
-	       "p90=%.1f p99=%.1f lost=%llu",
-	       o->size, n, secs, secs > 0 ? (double)n / secs : 0, p50, p90, p99, lost);
+	       "p90=%.1f p99=%.1f lost=%llu bad=%llu",
+	       o->size, n, secs, secs > 0 ? (double)n / secs : 0, p50, p90, p99, lost, bad);
 	cpu_print(&cw);
 	printf("\n");
 	free(lat);

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # examples/netbench.sh end to end, briefly: minivmm against the tap-write ceiling (tapwrite:,
 # whose frames the host stack accepts only with correct IPv4 and UDP checksums, fragments
-# included), then request/response, with and without --profile (perf); every row must have
-# moved datagrams, the JSON must name both configurations, and nothing the script made may
-# outlive it.
+# included), host to guest above the MTU, then request/response, with and without --profile
+# (perf); every row must have moved datagrams, the JSON must name both configurations, and
+# nothing the script made may outlive it.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/netns.sh"
 netns_require
@@ -41,6 +41,11 @@ out=$(timeout 60 "$BENCH" --dir rr --config minivmm: --sizes 64 --secs 1 --json 
 	2>"$TEST_TMP/rr.err") || { cat "$TEST_TMP/rr.err"; fail "netbench rr failed: $out"; }
 positive "$out" minivmm: 64 tps
 positive "$out" minivmm: 64 lat_us_p50
+
+# Host to guest above the MTU: the guest reassembles the fragments of each datagram.
+out=$(timeout 60 "$BENCH" --dir h2g --config minivmm: --sizes 3000 --secs 1 --json \
+	2>"$TEST_TMP/h2g.err") || { cat "$TEST_TMP/h2g.err"; fail "netbench h2g failed: $out"; }
+positive "$out" minivmm: 3000 recv_msgs
 
 # --profile: where the VMM's CPU went, per named thread, split into kernel and minivmm.
 out=$(timeout 60 "$BENCH" --dir rr --config minivmm: --profile --sizes 64 --secs 1 \

@@ -56,6 +56,11 @@ for transport in mmio pci; do
 		>"$TEST_TMP/$name.rr" || fail "$name: udpperf rr failed"
 	grep -Eq 'trans=[1-9][0-9]* ' "$TEST_TMP/$name.rr" ||
 		{ cat "$TEST_TMP/$name.rr"; fail "$name: no UDP echo from the guest"; }
+	# Above the MTU: three fragments each way, reassembled by the guest, then by the host.
+	netns_exec "$NS" "$UDPPERF" rr --dest 10.0.2.15 --port 9000 --size 4000 --secs 1 \
+		>"$TEST_TMP/$name.rr4k" || fail "$name: udpperf rr --size 4000 failed"
+	grep -Eq 'trans=[1-9][0-9]* .* bad=0' "$TEST_TMP/$name.rr4k" ||
+		{ cat "$TEST_TMP/$name.rr4k"; fail "$name: no echo of fragmented datagrams"; }
 	stop_vmm
 done
 
