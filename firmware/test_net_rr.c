@@ -54,16 +54,16 @@ static uint64_t percentile(uint64_t total, unsigned pct)
 static void reply(const struct udp_msg *m)
 {
 	if (m->src_ip != netif.peer || m->sport != netif.peer_port || m->len != rr.size ||
-	    m->len < SEQ_LEN || memcmp(m->data, &rr.seq, SEQ_LEN))
-		return;
+	    m->len < SEQ_LEN || memcmp(m->data, req, rr.size))
+		return; /* only an exact copy of the request in flight (its sequence number first) */
 	rr.got = true;
 }
 
 const char *net_udp_rr(void)
 {
 	uint64_t secs = net_arg("net.secs", 2), size = net_arg("net.size", 64);
-	if (size < SEQ_LEN || size > NET_MTU - IP_HLEN - UDP_HLEN)
-		return "net.size must be 8..1472 (replies are not reassembled)";
+	if (size < SEQ_LEN || size > UDP_MAX_PAYLOAD)
+		return "net.size must be 8..65507";
 	uint8_t mac[6];
 	const char *err = net_peer_mac(mac);
 	if (err)
