@@ -53,9 +53,10 @@ static uint64_t percentile(uint64_t total, unsigned pct)
 
 static void reply(const struct udp_msg *m)
 {
+	/* Only an exact copy of the request in flight (its sequence number first) counts. */
 	if (m->src_ip != netif.peer || m->sport != netif.peer_port || m->len != rr.size ||
 	    m->len < SEQ_LEN || memcmp(m->data, req, rr.size))
-		return; /* only an exact copy of the request in flight (its sequence number first) */
+		return;
 	rr.got = true;
 }
 
