@@ -6,13 +6,11 @@
  * (epoll, eventfd, timerfd), memory (mmap family, madvise for the balloon and pre-faulting),
  * threads (clone with CLONE_THREAD only; clone3 answers ENOSYS, so glibc falls back to
  * clone, whose flags a filter can see), the control socket and libslirp's sockets, the
- * fdatasync/fallocate of the blk worker fallback, and read-only openat (glibc reads locale
- * data for strerror). Everything else (execve, fork, ptrace, opening files for writing,
- * mount, ...) traps: the process reports the call and exits.
+ * fdatasync/fallocate of the blk worker fallback, read-only openat (glibc reads locale
+ * data for strerror), and prctl(PR_SET_NAME) for thread names. Everything else (execve, fork,
+ * ptrace, opening files for writing, mount, ...) traps: the process reports the call and exits.
  */
 #include "seccomp.h"
-
-#include <sys/prctl.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +19,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static const char *const allowed[] = {

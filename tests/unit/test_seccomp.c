@@ -82,6 +82,14 @@ static void allowed_work(void)
 	if (!strstr(buf, "Seccomp:\t2")) /* 2: filter mode */
 		_exit(6);
 	close(fd);
+	/* Naming a thread (prctl PR_SET_NAME): allowed, and it takes. */
+	if (pthread_setname_np(pthread_self(), "named"))
+		_exit(7);
+	fd = open("/proc/thread-self/comm", O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (n <= 0 || (buf[n] = 0, strcmp(buf, "named\n")))
+		_exit(8);
+	close(fd);
 }
 
 Test(seccomp, running_a_vmm_stays_allowed)
