@@ -55,7 +55,10 @@ const char *vnet_open(struct vnet *n)
 	size_t vl;
 	n->tx_halt = cmdline_get(boot_info.cmdline, "net.txwait", &v, &vl) && vl == 4 &&
 		     !memcmp(v, "halt", 4);
-	d->use_irq = n->tx_halt;
+	/* net.rxwait=halt: the same for a receiver with nothing to receive. */
+	n->rx_halt = cmdline_get(boot_info.cmdline, "net.rxwait", &v, &vl) && vl == 4 &&
+		     !memcmp(v, "halt", 4);
+	d->use_irq = n->tx_halt || n->rx_halt;
 	const char *err = virtio_init(d, want, 2);
 	if (err)
 		return err;
@@ -176,6 +179,17 @@ const char *vnet_tx_wait(struct vnet *n, unsigned want, unsigned timeout_ms)
 const char *vnet_tx_drain(struct vnet *n, unsigned timeout_ms)
 {
 	return vnet_tx_wait(n, n->ntx, timeout_ms);
+}
+
+const char *vnet_rx_sleep(struct vnet *n, unsigned timeout_ms)
+{
+	struct virtq *vq = n->rx;
+	virtq_arm(vq, vq->last_used); /* an interrupt with the next used buffer */
+	if (vq->used->idx != vq->last_used)
+		return 0;
+	const char *err = virtq_sleep(vq, timeout_ms);
+	/* A quiet link is not an error; a device that needs reset is. */
+	return err && virtio_status(n->dev) & VIRTIO_STATUS_DEVICE_NEEDS_RESET ? err : 0;
 }
 
 unsigned vnet_rx_poll(struct vnet *n, vnet_rx_fn fn, unsigned budget)

@@ -32,6 +32,7 @@ struct vnet {
 	bool link_up;
 	bool mrg_rxbuf;
 	bool tx_halt;	 /* net.txwait=halt: sleep on a TX interrupt instead of spinning */
+	bool rx_halt;	 /* net.rxwait=halt: a receiver with nothing to do sleeps (vnet_rx_sleep) */
 	const char *err; /* first device error seen on a used ring */
 	/* TX buffers: a stack of free ones, and which buffer each in-flight head carries. */
 	uint16_t tx_free[VIRTQ_MAX_SIZE];
@@ -71,5 +72,8 @@ const char *vnet_tx_drain(struct vnet *n, unsigned timeout_ms);
  * queue with one kick. Returns how many used buffers were consumed. */
 typedef void (*vnet_rx_fn)(const uint8_t *frame, unsigned len);
 unsigned vnet_rx_poll(struct vnet *n, vnet_rx_fn fn, unsigned budget);
+/* Sleep until a frame arrives (an RX interrupt) or timeout_ms pass; an error only for a
+ * device that needs reset. */
+const char *vnet_rx_sleep(struct vnet *n, unsigned timeout_ms);
 
 #endif
