@@ -4,6 +4,7 @@
 #include "virtio_net.h"
 #include "boot_info.h"
 #include "cmdline.h"
+#include "irq.h"
 #include "x86.h"
 
 #define MMIO_CONFIG	0x100 /* virtio-mmio device-specific config (4.2.2) */
@@ -181,15 +182,26 @@ const char *vnet_tx_drain(struct vnet *n, unsigned timeout_ms)
 	return vnet_tx_wait(n, n->ntx, timeout_ms);
 }
 
-const char *vnet_rx_sleep(struct vnet *n, unsigned timeout_ms)
+const char *vnet_rx_sleep(struct vnet *n, unsigned batch, unsigned timeout_ms)
 {
 	struct virtq *vq = n->rx;
-	virtq_arm(vq, vq->last_used); /* an interrupt with the next used buffer */
-	if (vq->used->idx != vq->last_used)
-		return 0;
-	const char *err = virtq_sleep(vq, timeout_ms);
-	/* A quiet link is not an error; a device that needs reset is. */
-	return err && virtio_status(n->dev) & VIRTIO_STATUS_DEVICE_NEEDS_RESET ? err : 0;
+	if (!batch)
+		batch = 1;
+	if (batch > vq->size / 2u)
+		batch = vq->size / 2u;
+	/* One interrupt once `batch` buffers are used: a wake-up (tens of microseconds on some
+	 * hosts) per batch, not per frame. */
+	virtq_arm(vq, (uint16_t)(vq->last_used + batch - 1));
+	uint64_t t0 = rdtsc(), limit = virtio_ms_to_cycles(timeout_ms);
+	while ((uint16_t)(vq->used->idx - vq->last_used) < batch && rdtsc() - t0 <= limit) {
+		/* The watchdog tick (irq.c) ends the halt in time for the limit. */
+		uint64_t before = n->dev->irqs;
+		irq_wait();
+		if (n->dev->irqs == before && vq->used->idx == vq->last_used &&
+		    virtio_status(n->dev) & VIRTIO_STATUS_DEVICE_NEEDS_RESET)
+			return "virtio-net needs reset";
+	}
+	return 0;
 }
 
 unsigned vnet_rx_poll(struct vnet *n, vnet_rx_fn fn, unsigned budget)

@@ -72,8 +72,8 @@ const char *vnet_tx_drain(struct vnet *n, unsigned timeout_ms);
  * queue with one kick. Returns how many used buffers were consumed. */
 typedef void (*vnet_rx_fn)(const uint8_t *frame, unsigned len);
 unsigned vnet_rx_poll(struct vnet *n, vnet_rx_fn fn, unsigned budget);
-/* Sleep until a frame arrives (an RX interrupt) or timeout_ms pass; an error only for a
- * device that needs reset. */
-const char *vnet_rx_sleep(struct vnet *n, unsigned timeout_ms);
+/* Sleep until `batch` frames have arrived (at most half the ring; an RX interrupt) or
+ * timeout_ms pass; an error only for a device that needs reset. */
+const char *vnet_rx_sleep(struct vnet *n, unsigned batch, unsigned timeout_ms);
 
 #endif
