@@ -30,8 +30,8 @@
 # --compare A B runs both, alternating per size (A, B, A, B ...), and adds a column with
 # B's speedup over A in percent (throughput; packets/s for pps; transactions/s for rr).
 # --ceiling (g2h, pps) adds tapwrite: as a further row per size, in the same alternation.
-# --profile (g2h, pps, rr; needs perf) samples the VMM (or stand-in) with perf while the guest
-# runs and prints, after the table, where its CPU time went in the row's run: per thread, the
+# --profile (needs perf) samples the VMM (g2g: the receiving one; or the stand-in) with perf
+# while the guest runs and prints, after the table, where its CPU time went in the row's run: per thread, the
 # share in the host kernel, the VMM's own code and libraries, and the top kernel symbols.
 # --rounds N measures every size N times (A, B, A, B ... per size): each configuration's row is
 # its median round, and the speedup is the median of the N per-round speedups. Rows on a
@@ -126,7 +126,6 @@ done
 [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=("minivmm:")
 [ "$CEILING" = 0 ] || CONFIGS+=("tapwrite:")
 if [ "$PROFILE" = 1 ]; then
-	[[ "$DIR" == g2h || "$DIR" == pps || "$DIR" == rr ]] || die "--profile measures g2h, pps and rr"
 	command -v perf >/dev/null || die "--profile needs perf: apt-get install linux-perf"
 fi
 for c in "${CONFIGS[@]}"; do
@@ -495,10 +494,12 @@ run_one() {
 		guest_wait_ready "$tag-g" "$gpid" || { row_failed "$tag-g" "the guest sink did not start"; return; }
 		local pin=()
 		[ -z "$HOST_PIN" ] || pin=(taskset -c "$HOST_PIN")
+		[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
 		# The guest sink counts for --secs from the first datagram: send a second longer.
 		hl=$(ip netns exec "$NS" "${pin[@]}" "$UDPPERF" send --dest "${GUEST_IP[0]}" \
 			--port "$PORT" --size "$size" --secs "$((SECS + 1))" --buf "$BUF" \
 			--cpu-pid-file "$TMP/$tag-g.pid" 2>"$TMP/$tag-host.err") || true
+		[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
 		echo "$hl" >"$TMP/$tag-host.out"
 		# the guest sink ends by itself once the stream stops; the stand-in after 1 s idle
 		wait_pid "$gpid"
@@ -544,7 +545,9 @@ run_one() {
 		# B counts for --secs from its first datagram: A sends a second longer.
 		guest_start "$tag-a" "$cfg" 0 udp_stream "$size" "$((SECS + 1))"
 		gpid=$LAST_PID
+		[ "$PROFILE" = 0 ] || profile_start "$tag-b" "$cfg" # the receiving VMM
 		wait_pid "$gpid"
+		[ "$PROFILE" = 0 ] || profile_finish "$tag-b"
 		wait_pid "$bpid"
 		wait_pid "$poller"
 		cpu1=$(cat "$TMP/$tag-b.cpu" 2>/dev/null || true)

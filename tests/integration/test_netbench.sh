@@ -47,10 +47,11 @@ done
 # Host to guest above the MTU: the guest reassembles the fragments of each datagram.
 # (the guest sink sleeps on RX interrupts while idle: net.rxwait=halt)
 out=$(timeout 60 "$BENCH" --dir h2g --config minivmm: --sizes "64 3000" --secs 1 --json \
-	--probe-args net.rxwait=halt \
+	--probe-args net.rxwait=halt --profile \
 	2>"$TEST_TMP/h2g.err") || { cat "$TEST_TMP/h2g.err"; fail "netbench h2g failed: $out"; }
 positive "$out" minivmm: 64 recv_msgs
 positive "$out" minivmm: 3000 recv_msgs
+grep -q '"configs":\["minivmm:"\]' <<<"$out" || fail "h2g: --profile broke the JSON: $out"
 # the window ends on time although the sink sleeps: 1 s, not a timeout later
 awk -v e="$(result "$out" minivmm: 64 elapsed_s)" 'BEGIN { exit !(e >= 0.95 && e <= 1.1) }' ||
 	fail "h2g with net.rxwait=halt: elapsed $(result "$out" minivmm: 64 elapsed_s) s, not 1 s"
