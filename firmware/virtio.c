@@ -298,12 +298,14 @@ void virtq_disarm(struct virtq *vq)
 		vq->avail->flags = VIRTQ_AVAIL_F_NO_INTERRUPT;
 }
 
-const char *virtq_sleep(struct virtq *vq, unsigned timeout_ms)
+const char virtq_timed_out[] = "virtio device timed out (no interrupt)";
+
+const char *virtq_sleep(struct virtq *vq, uint16_t want, unsigned timeout_ms)
 {
 	uint64_t t0 = rdtsc(), limit = virtio_ms_to_cycles(timeout_ms);
-	while (vq->used->idx == vq->last_used) {
+	while ((uint16_t)(vq->used->idx - vq->last_used) < want) {
 		if (rdtsc() - t0 > limit)
-			return "virtio device timed out (no interrupt)";
+			return virtq_timed_out;
 		/* The watchdog tick (irq.c) ends a halt whose interrupt never comes; then the
 		 * status register tells a dead device from a slow one. */
 		uint64_t before = vq->dev->irqs;
@@ -325,7 +327,7 @@ const char *virtq_wait(struct virtq *vq, uint16_t *id, uint32_t *len, unsigned t
 			virtq_arm(vq, vq->last_used); /* interrupt on the next used entry */
 			if (vq->used->idx != vq->last_used)
 				continue; /* it came while arming */
-			if ((err = virtq_sleep(vq, timeout_ms)))
+			if ((err = virtq_sleep(vq, 1, timeout_ms)))
 				return err; /* else the next virtq_get() finds an entry */
 		}
 	}

@@ -176,8 +176,10 @@ const char *virtq_wait(struct virtq *vq, uint16_t *id, uint32_t *len, unsigned t
  */
 void virtq_arm(struct virtq *vq, uint16_t event);
 void virtq_disarm(struct virtq *vq);
-/* Halt until used->idx moves past last_used (after virtq_arm); bounded by timeout_ms. */
-const char *virtq_sleep(struct virtq *vq, unsigned timeout_ms);
+/* Halt until used->idx is `want` or more past last_used (after virtq_arm); bounded by
+ * timeout_ms, after which it returns virtq_timed_out. */
+const char *virtq_sleep(struct virtq *vq, uint16_t want, unsigned timeout_ms);
+extern const char virtq_timed_out[];
 /* True unless virtio.event_idx=off is on the command line. */
 bool virtio_event_idx_allowed(void);
 

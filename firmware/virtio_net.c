@@ -4,7 +4,6 @@
 #include "virtio_net.h"
 #include "boot_info.h"
 #include "cmdline.h"
-#include "irq.h"
 #include "x86.h"
 
 #define MMIO_CONFIG	0x100 /* virtio-mmio device-specific config (4.2.2) */
@@ -153,7 +152,7 @@ const char *vnet_tx_wait(struct vnet *n, unsigned want, unsigned timeout_ms)
 			uint16_t inflight = (uint16_t)(n->ntx - n->ntx_free);
 			virtq_arm(n->tx, (uint16_t)(n->tx->last_used + inflight / 2));
 			if (n->tx->used->idx == n->tx->last_used &&
-			    (err = virtq_sleep(n->tx, timeout_ms)))
+			    (err = virtq_sleep(n->tx, 1, timeout_ms)))
 				break;
 		}
 		cpu_relax();
@@ -192,16 +191,8 @@ const char *vnet_rx_sleep(struct vnet *n, unsigned batch, unsigned timeout_ms)
 	/* One interrupt once `batch` buffers are used: a wake-up (tens of microseconds on some
 	 * hosts) per batch, not per frame. */
 	virtq_arm(vq, (uint16_t)(vq->last_used + batch - 1));
-	uint64_t t0 = rdtsc(), limit = virtio_ms_to_cycles(timeout_ms);
-	while ((uint16_t)(vq->used->idx - vq->last_used) < batch && rdtsc() - t0 <= limit) {
-		/* The watchdog tick (irq.c) ends the halt in time for the limit. */
-		uint64_t before = n->dev->irqs;
-		irq_wait();
-		if (n->dev->irqs == before && vq->used->idx == vq->last_used &&
-		    virtio_status(n->dev) & VIRTIO_STATUS_DEVICE_NEEDS_RESET)
-			return "virtio-net needs reset";
-	}
-	return 0;
+	const char *err = virtq_sleep(vq, (uint16_t)batch, timeout_ms);
+	return err == virtq_timed_out ? 0 : err; /* a quiet link is not an error */
 }
 
 unsigned vnet_rx_poll(struct vnet *n, vnet_rx_fn fn, unsigned budget)

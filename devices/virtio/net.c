@@ -88,7 +88,8 @@ static unsigned tx_flush(struct virtio_net *n, unsigned burst, bool *more)
 	struct virtio_dev *dev = n->dev;
 	struct virtqueue *vq = &dev->vqs[TX_QUEUE];
 	char err[160];
-	unsigned done = 0, every = vq->size > TX_NOTIFY_CHECKS ? vq->size / TX_NOTIFY_CHECKS : 1;
+	unsigned done = 0, unchecked = 0;
+	unsigned every = vq->size > TX_NOTIFY_CHECKS ? vq->size / TX_NOTIFY_CHECKS : 1;
 	*more = false;
 	while (done < burst) {
 		int rc = virtqueue_pop(vq, n->elem, err, sizeof(err));
@@ -120,10 +121,12 @@ static unsigned tx_flush(struct virtio_net *n, unsigned burst, bool *more)
 		done++;
 		/* Ask about an interrupt during the burst too: a driver waiting for room wakes when
 		 * it asked (used_event), refills while we drain, and the ring never runs dry. */
-		if (done % every == 0)
+		if (++unchecked == every) {
 			virtio_dev_notify_used(dev, TX_QUEUE);
+			unchecked = 0;
+		}
 	}
-	if (done % every)
+	if (unchecked)
 		virtio_dev_notify_used(dev, TX_QUEUE);
 	*more = done == burst;
 	return done;

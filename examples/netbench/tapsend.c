@@ -25,6 +25,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#define TOOL_NAME "tapsend"
+#define TOOL_USAGE                                                                                 \
+	"usage: tapsend --tap NAME --mac MAC --src IP --dest IP [--port P] [--size S] "            \
+	"[--secs N]"
+#include "tool.h"
+
 #define VNET_HLEN    12
 #define ETH_HLEN     14
 #define IP_HLEN	     20
@@ -34,45 +40,6 @@
 #define MAX_PAYLOAD  (65535 - IP_HLEN - UDP_HLEN)
 #define MAX_FRAGS    ((UDP_HLEN + MAX_PAYLOAD + FRAG_PAYLOAD - 1) / FRAG_PAYLOAD)
 #define FRAME_MAX    (VNET_HLEN + ETH_HLEN + MTU)
-
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_flag = 1;
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "tapsend: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static void usage_error(const char *msg, const char *arg)
-{
-	fprintf(stderr, "tapsend: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
-	fprintf(stderr, "usage: tapsend --tap NAME --mac MAC --src IP --dest IP [--port P] "
-			"[--size S] [--secs N]\n");
-	exit(2);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static long parse_long(const char *s, long min, long max, const char *name)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		usage_error("bad value for", name);
-	return v;
-}
 
 static uint32_t parse_ip(const char *s, const char *name)
 {

@@ -51,6 +51,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#define TOOL_NAME "udpperf"
+#define TOOL_USAGE                                                                                 \
+	"usage: udpperf sink|echo|send|rr|bulk-send|bulk-recv [--port P] [--dest IP] "             \
+	"[--bind IP] [--size S] [--secs N] [--buf BYTES] [--idle-ms N] [--wait-secs N] "           \
+	"[--timeout-ms N] [--mib N] [--cpu-pid-file FILE] [--ready-file FILE]"
+#include "tool.h"
+
 #define MAX_DGRAM 65535
 #define BATCH	  64
 
@@ -69,47 +76,6 @@ struct opts {
 	int timeout_ms;
 	int mib;
 };
-
-static volatile sig_atomic_t stop_flag;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_flag = 1;
-}
-
-static void die(const char *what)
-{
-	fprintf(stderr, "udpperf: %s: %s\n", what, strerror(errno));
-	exit(1);
-}
-
-static void usage_error(const char *msg, const char *arg)
-{
-	fprintf(stderr, "udpperf: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
-	fprintf(stderr, "usage: udpperf sink|echo|send|rr|bulk-send|bulk-recv [--port P] [--dest "
-			"IP] [--bind IP] "
-			"[--size S] [--secs N] [--buf BYTES] [--idle-ms N] [--wait-secs N] "
-			"[--timeout-ms N] [--mib N] [--cpu-pid-file FILE] [--ready-file FILE]\n");
-	exit(2);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static long parse_long(const char *s, long min, long max, const char *name)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		usage_error("bad value for", name);
-	return v;
-}
 
 static double parse_double(const char *s, double min, const char *name)
 {
