@@ -22,7 +22,8 @@ LIB_OBJS  := $(filter-out $(BUILD)/obj/vmm/main.o,$(VMM_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all deps demo test unit-test integration-test sanitize-test format check-format clean fuzz
+.PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \
+	clean fuzz
 all: $(BUILD)/minivmm firmware
 
 $(BUILD)/minivmm: $(VMM_OBJS)
@@ -55,13 +56,17 @@ unit-test: $(BUILD)/unit-tests
 integration-test: all
 	MINIVMM=$(BUILD)/minivmm ./tests/integration/run.sh
 
+# Stock Linux under minivmm, inside a QEMU TCG test VM that emulates AMD SVM (tests/linux).
+linux-test: all
+	MINIVMM=$(BUILD)/minivmm ./tests/linux/run.sh
+
 # The same unit and integration tests against an ASan+UBSan build.
 sanitize-test:
 	$(MAKE) BUILD=build-san SANITIZE=1 unit-test
 	$(MAKE) BUILD=build-san SANITIZE=1 build-san/minivmm
 	MINIVMM=build-san/minivmm MINIVMM_SKIP_STOCK_KERNEL=1 ./tests/integration/run.sh
 
-test: check-format unit-test integration-test sanitize-test
+test: check-format unit-test integration-test linux-test sanitize-test
 	@echo "ALL TESTS PASSED"
 
 # Coverage-guided fuzzing (not part of `make test`): every tests/fuzz/fuzz_<name>.c is a libFuzzer

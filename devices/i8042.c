@@ -2,8 +2,6 @@
 
 #include <string.h>
 
-#define I8042_CMD_RESET 0xfe
-
 void i8042_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write)
 {
 	struct i8042 *k = opaque;

@@ -7,6 +7,7 @@
 
 #define I8042_DATA_PORT	   0x60
 #define I8042_COMMAND_PORT 0x64
+#define I8042_CMD_RESET	   0xfe /* pulse the reset line */
 
 struct i8042 {
 	void (*reset)(void *opaque);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #define RTC_PORT 0x70
+#define RTC_IRQ	 8 /* ISA IRQ the DSDT gives it; the RTC raises no interrupts */
 
 struct rtc {
 	uint8_t index;

@@ -1,8 +1,10 @@
 #!/bin/sh
 # Fetch Debian's LZ4-compressed cloud kernel (for the stock-kernel integration test) into DIR,
-# once: prints the path of the vmlinuz. Uses only Debian's archive.
+# once: prints the path of the vmlinuz. With --modules it keeps lib/modules as well (the nested
+# test VM loads KVM and virtio drivers from it). Uses only Debian's archive.
 set -eu
-dir=${1:?usage: fetch-test-kernel.sh DIR}
+dir=${1:?usage: fetch-test-kernel.sh DIR [--modules]}
+modules=${2:-}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 existing=$(ls "$dir"/boot/vmlinuz-* 2>/dev/null | head -n 1 || true)
@@ -25,6 +27,7 @@ chmod 777 "$tmp"
 dpkg-deb -x "$tmp"/*.deb "$dir/pkg"
 rm -rf "$tmp"
 mkdir -p boot
+[ "$modules" = --modules ] && mv pkg/lib .
 mv pkg/boot/vmlinuz-* boot/
 rm -rf pkg
 ls "$dir"/boot/vmlinuz-* | head -n 1

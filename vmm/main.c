@@ -16,6 +16,8 @@
 #include "cli.h"
 #include "console.h"
 #include "ctl.h"
+#include "arch/x86/dsdt.h"
+#include "devices/acpi_sleep.h"
 #include "devices/debug_exit.h"
 #include "devices/i8042.h"
 #include "devices/rtc.h"
@@ -36,6 +38,7 @@ struct legacy_devices {
 	struct debug_exit exit_port;
 	struct i8042 i8042;
 	struct rtc rtc;
+	struct acpi_sleep sleep;
 };
 
 static void serial_tx(void *opaque, uint8_t byte)
@@ -59,6 +62,12 @@ static void guest_reset(void *opaque)
 	vm_request_stop(opaque, EXIT_GUEST_RESET);
 }
 
+static void guest_power_off(void *opaque)
+{
+	log_info("guest powered off (ACPI S5)");
+	vm_request_stop(opaque, EXIT_GUEST_RESET);
+}
+
 static unsigned console_deliver(void *opaque, const uint8_t *buf, unsigned len)
 {
 	return serial_receive(((struct vm *)opaque)->serial, buf, len);
@@ -77,11 +86,14 @@ static int add_legacy_devices(struct vm *vm, struct legacy_devices *d)
 	vm->serial = &d->serial;
 	d->exit_port = (struct debug_exit){.stop = stop_with_status, .opaque = vm};
 	d->i8042 = (struct i8042){.reset = guest_reset, .opaque = vm};
+	d->sleep = (struct acpi_sleep){.power_off = guest_power_off, .opaque = vm};
 	rtc_init(&d->rtc);
 	if (io_bus_register(&vm->pio, SERIAL_COM1_BASE, 8, serial_io, &d->serial) ||
 	    io_bus_register(&vm->pio, DEBUG_EXIT_PORT, 1, debug_exit_io, &d->exit_port) ||
 	    io_bus_register(&vm->pio, I8042_DATA_PORT, 5, i8042_io, &d->i8042) ||
-	    io_bus_register(&vm->pio, RTC_PORT, 2, rtc_io, &d->rtc)) {
+	    io_bus_register(&vm->pio, RTC_PORT, 2, rtc_io, &d->rtc) ||
+	    io_bus_register(&vm->pio, ACPI_SLEEP_CONTROL_PORT, ACPI_SLEEP_PORTS, acpi_sleep_io,
+			    &d->sleep)) {
 		log_error("cannot register legacy devices");
 		return -1;
 	}
@@ -96,6 +108,19 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg, const char *cm
 	uint8_t *kernel = NULL, *initrd = NULL;
 	size_t kernel_size = 0, initrd_size = 0;
 	int rc = -1;
+	/* Distribution kernels find virtio-mmio devices only through ACPI. */
+	struct dsdt_mmio_device mmio[DSDT_MAX_MMIO_DEVICES];
+	struct dsdt_config acpi_devices = {.virtio_mmio = mmio};
+	for (int i = 0; i < devs->nr; i++) {
+		const struct virtio_slot *slot = &devs->slots[i];
+		if (slot->cfg->transport != TRANSPORT_MMIO ||
+		    acpi_devices.nr_virtio_mmio == DSDT_MAX_MMIO_DEVICES)
+			continue;
+		mmio[acpi_devices.nr_virtio_mmio++] =
+		    (struct dsdt_mmio_device){.base = slot->mmio.base,
+					      .size = VIRTIO_MMIO_SIZE,
+					      .gsi = (uint32_t)slot->mmio.irq};
+	}
 	if (read_whole_file(cfg->kernel_path, "kernel", cfg->memory_bytes, &kernel, &kernel_size))
 		goto out;
 	if (cfg->initrd_path &&
@@ -109,6 +134,7 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg, const char *cm
 	    .cmdline = cmdline,
 	    .protocol = cfg->protocol,
 	    .nr_cpus = cfg->nr_cpus,
+	    .acpi_devices = &acpi_devices,
 	};
 	if (cfg->dump_dtb_path || cfg->pass_dtb) {
 		if (fdt_build_machine(vm, devs, &dtb, &dtb_size))

@@ -8,6 +8,8 @@
 #include "arch/x86/byteorder.h"
 #include "arch/x86/dsdt.h"
 #include "arch/x86/layout.h"
+#include "devices/acpi_sleep.h"
+#include "devices/i8042.h"
 
 #define OEM_ID		 "MNVMM "   /* 6 bytes */
 #define OEM_TABLE_ID	 "MINIVMM " /* 8 bytes */
@@ -35,8 +37,7 @@
 /* Generic Address Structure: an 8-bit I/O port. */
 #define GAS_SPACE_SYSTEM_IO 1
 #define GAS_ACCESS_BYTE	    1
-#define I8042_RESET_PORT    0x64 /* devices/i8042: command 0xfe resets the VM */
-#define I8042_RESET_VALUE   0xfe
+#define I8042_RESET_VALUE   0xfe /* devices/i8042: this command resets the VM */
 
 /* Offsets in the tables' common header and the RSDP. */
 #define HDR_OFF_LENGTH	      4
@@ -54,7 +55,9 @@ _Static_assert(FADT_OFF_RESET_REG + 12 == FADT_OFF_RESET_VALUE, "FADT: RESET_REG
 _Static_assert(FADT_OFF_RESET_VALUE + 1 + 2 == FADT_OFF_MINOR_VERSION, "FADT: ARM_BOOT_ARCH");
 _Static_assert(FADT_OFF_MINOR_VERSION + 1 + 8 == FADT_OFF_X_DSDT, "FADT: X_FIRMWARE_CTRL");
 /* X_DSDT, then 8 extended GAS blocks and the two sleep registers, then the vendor id. */
-_Static_assert(FADT_OFF_X_DSDT + 8 + 10 * 12 == FADT_OFF_HYPERVISOR_ID, "FADT: X_ blocks");
+_Static_assert(FADT_OFF_X_DSDT + 8 + 8 * 12 == FADT_OFF_SLEEP_CONTROL_REG, "FADT: X_ blocks");
+_Static_assert(FADT_OFF_SLEEP_CONTROL_REG + 12 == FADT_OFF_SLEEP_STATUS_REG, "FADT: sleep regs");
+_Static_assert(FADT_OFF_SLEEP_STATUS_REG + 12 == FADT_OFF_HYPERVISOR_ID, "FADT: vendor id");
 _Static_assert(FADT_OFF_HYPERVISOR_ID + 8 == ACPI_FADT_SIZE, "FADT: ACPI 6 length");
 _Static_assert(MADT_OFF_ENTRIES == ACPI_HDR_SIZE + 8, "MADT: LAPIC address and flags");
 
@@ -130,16 +133,26 @@ static void write_mcfg(uint8_t *p)
 }
 
 /* DSDT: header, then AML. Returns 0, or -1 if the AML does not fit. */
-static int write_dsdt(uint8_t *p)
+static int write_dsdt(uint8_t *p, const struct dsdt_config *devices)
 {
 	struct aml a;
 	aml_init(&a, p + ACPI_HDR_SIZE, DSDT_MAX - ACPI_HDR_SIZE);
-	dsdt_build(&a);
+	dsdt_build(&a, devices);
 	if (a.error)
 		return -1;
 	sdt_header(p, "DSDT", (uint32_t)(ACPI_HDR_SIZE + a.len), DSDT_REVISION);
 	sdt_finish(p);
 	return 0;
+}
+
+/* A Generic Address Structure for one byte-wide I/O port. */
+static void gas_io_byte(uint8_t *gas, uint16_t port)
+{
+	gas[0] = GAS_SPACE_SYSTEM_IO;
+	gas[1] = 8; /* register bit width */
+	gas[2] = 0; /* bit offset */
+	gas[3] = GAS_ACCESS_BYTE;
+	put_le64(gas + 4, port);
 }
 
 static void write_fadt(uint8_t *p, uint32_t dsdt)
@@ -153,13 +166,12 @@ static void write_fadt(uint8_t *p, uint32_t dsdt)
 	put_le16(p + FADT_OFF_IAPC_BOOT_ARCH, IAPC_LEGACY_DEVICES | IAPC_VGA_NOT_PRESENT);
 	/* HW-reduced: no PM timer, SCI, GPE or PM1 blocks to emulate. */
 	put_le32(p + FADT_OFF_FLAGS, FADT_FLAG_HW_REDUCED_ACPI | FADT_FLAG_RESET_REG_SUP);
-	uint8_t *gas = p + FADT_OFF_RESET_REG;
-	gas[0] = GAS_SPACE_SYSTEM_IO;
-	gas[1] = 8; /* register bit width */
-	gas[2] = 0; /* bit offset */
-	gas[3] = GAS_ACCESS_BYTE;
-	put_le64(gas + 4, I8042_RESET_PORT);
+	gas_io_byte(p + FADT_OFF_RESET_REG, I8042_COMMAND_PORT);
 	p[FADT_OFF_RESET_VALUE] = I8042_RESET_VALUE;
+	/* Power-off: HW-reduced ACPI's sleep registers with \_S5 in the DSDT (Linux installs its
+	 * ACPI power-off only when both registers and \_S5 exist). */
+	gas_io_byte(p + FADT_OFF_SLEEP_CONTROL_REG, ACPI_SLEEP_CONTROL_PORT);
+	gas_io_byte(p + FADT_OFF_SLEEP_STATUS_REG, ACPI_SLEEP_STATUS_PORT);
 	p[FADT_OFF_MINOR_VERSION] = FADT_MINOR;
 	/* Both DSDT pointers agree, so OSPMs reading either (and Linux's cross-check) are happy. */
 	put_le64(p + FADT_OFF_X_DSDT, dsdt);
@@ -199,8 +211,8 @@ static void write_madt(uint8_t *p, int nr_cpus)
 	sdt_finish(p);
 }
 
-int acpi_write(struct guest_mem *mem, uint64_t base, uint64_t limit, int nr_cpus, char *err,
-	       size_t errlen)
+int acpi_write(struct guest_mem *mem, uint64_t base, uint64_t limit, int nr_cpus,
+	       const struct dsdt_config *devices, char *err, size_t errlen)
 {
 	int max = acpi_max_cpus(base, limit);
 	if (nr_cpus < 1 || nr_cpus > max) {
@@ -218,8 +230,10 @@ int acpi_write(struct guest_mem *mem, uint64_t base, uint64_t limit, int nr_cpus
 	const uint32_t fadt = (uint32_t)(base + FADT_OFF), madt = (uint32_t)(base + MADT_OFF);
 
 	write_fadt(t + FADT_OFF, (uint32_t)(base + DSDT_OFF));
-	if (write_dsdt(t + DSDT_OFF)) {
-		snprintf(err, errlen, "the DSDT's AML does not fit in %u bytes", DSDT_MAX);
+	if (write_dsdt(t + DSDT_OFF, devices)) {
+		snprintf(err, errlen,
+			 "the DSDT's AML does not fit in %u bytes (or a device is invalid)",
+			 DSDT_MAX);
 		return -1;
 	}
 	write_madt(t + MADT_OFF, nr_cpus);

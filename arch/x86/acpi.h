@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch/x86/dsdt.h"
 #include "vmm/guest_mem.h"
 
 #define ACPI_RSDP_SIZE	      36 /* revision 2 (ACPI 2.0+) */
@@ -19,16 +20,18 @@
 #define MCFG_OFF_ENTRIES      44
 
 /* ACPI 6.x FADT field offsets. */
-#define FADT_OFF_FIRMWARE_CTRL	36
-#define FADT_OFF_DSDT		40
-#define FADT_OFF_PM_PROFILE	45
-#define FADT_OFF_IAPC_BOOT_ARCH 109
-#define FADT_OFF_FLAGS		112
-#define FADT_OFF_RESET_REG	116
-#define FADT_OFF_RESET_VALUE	128
-#define FADT_OFF_MINOR_VERSION	131
-#define FADT_OFF_X_DSDT		140
-#define FADT_OFF_HYPERVISOR_ID	268
+#define FADT_OFF_FIRMWARE_CTRL	   36
+#define FADT_OFF_DSDT		   40
+#define FADT_OFF_PM_PROFILE	   45
+#define FADT_OFF_IAPC_BOOT_ARCH	   109
+#define FADT_OFF_FLAGS		   112
+#define FADT_OFF_RESET_REG	   116
+#define FADT_OFF_RESET_VALUE	   128
+#define FADT_OFF_MINOR_VERSION	   131
+#define FADT_OFF_X_DSDT		   140
+#define FADT_OFF_SLEEP_CONTROL_REG 244
+#define FADT_OFF_SLEEP_STATUS_REG  256
+#define FADT_OFF_HYPERVISOR_ID	   268
 
 #define FADT_FLAG_RESET_REG_SUP	  (1u << 10)
 #define FADT_FLAG_HW_REDUCED_ACPI (1u << 20)
@@ -54,8 +57,9 @@ uint64_t acpi_tables_size(int nr_cpus);
 int acpi_max_cpus(uint64_t base, uint64_t limit);
 
 /* Write the RSDP at base (16-byte aligned) and the other tables after it, all in [base, limit)
- * below 4 GiB. The IOAPIC gets id nr_cpus, as in the MP table. Returns 0 or -1 with err. */
-int acpi_write(struct guest_mem *mem, uint64_t base, uint64_t limit, int nr_cpus, char *err,
-	       size_t errlen);
+ * below 4 GiB. The IOAPIC gets id nr_cpus, as in the MP table; devices (may be NULL) adds the
+ * virtio-mmio devices to the DSDT. Returns 0 or -1 with err. */
+int acpi_write(struct guest_mem *mem, uint64_t base, uint64_t limit, int nr_cpus,
+	       const struct dsdt_config *devices, char *err, size_t errlen);
 
 #endif

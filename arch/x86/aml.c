@@ -5,11 +5,15 @@
 #include "arch/x86/byteorder.h"
 
 /* Resource descriptor tags and fields (ACPI 6.5, 6.4.2 and 6.4.3). */
+#define RES_IRQ		    0x22 /* small item: IRQ, 2-byte mask (edge, high, exclusive) */
 #define RES_IO		    0x47 /* small item: I/O port, 7 bytes */
 #define RES_END		    0x79 /* small item: end tag, 1 byte of checksum follows */
 #define RES_MEM32_FIXED	    0x86
 #define RES_DWORD_ADDR	    0x87
 #define RES_WORD_ADDR	    0x88
+#define RES_EXT_IRQ	    0x89
+#define RES_IRQ_CONSUMER    0x01
+#define RES_IRQ_EDGE	    0x02
 #define RES_TYPE_MEM	    0
 #define RES_TYPE_IO	    1
 #define RES_TYPE_BUS	    2
@@ -156,6 +160,15 @@ void aml_integer(struct aml *a, uint64_t v)
 	}
 }
 
+void aml_string(struct aml *a, const char *s)
+{
+	for (const char *c = s; *c; c++)
+		if (*c < 0x20 || *c > 0x7e)
+			a->error = true;
+	aml_byte(a, AML_STRING_PREFIX);
+	aml_bytes(a, s, strlen(s) + 1);
+}
+
 static int hex_digit(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -276,6 +289,24 @@ void aml_res_mem32_fixed(struct aml *a, uint32_t base, uint32_t len)
 	uint8_t d[12] = {RES_MEM32_FIXED, 9, 0, RES_MEM_RW};
 	put_le32(d + 4, base);
 	put_le32(d + 8, len);
+	aml_bytes(a, d, sizeof(d));
+}
+
+void aml_res_irq(struct aml *a, unsigned irq)
+{
+	if (irq > 15) {
+		a->error = true;
+		return;
+	}
+	uint8_t d[3] = {RES_IRQ};
+	put_le16(d + 1, (uint16_t)(1u << irq));
+	aml_bytes(a, d, sizeof(d));
+}
+
+void aml_res_interrupt_edge(struct aml *a, uint32_t gsi)
+{
+	uint8_t d[9] = {RES_EXT_IRQ, 6, 0, RES_IRQ_CONSUMER | RES_IRQ_EDGE, 1};
+	put_le32(d + 5, gsi);
 	aml_bytes(a, d, sizeof(d));
 }
 

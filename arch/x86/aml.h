@@ -12,6 +12,7 @@
 #define AML_ONE_OP	  0x01
 #define AML_NAME_OP	  0x08
 #define AML_BYTE_PREFIX	  0x0a
+#define AML_STRING_PREFIX 0x0d
 #define AML_WORD_PREFIX	  0x0b
 #define AML_DWORD_PREFIX  0x0c
 #define AML_QWORD_PREFIX  0x0e
@@ -46,6 +47,8 @@ void aml_pkg_end(struct aml *a, size_t mark);
 
 /* A NameString: "\\_SB_.PCI0", "_HID", "PCI0"; segments shorter than 4 are padded with '_'. */
 void aml_name_string(struct aml *a, const char *path);
+/* A String object: "LNRO0005" (printable ASCII, NUL-terminated in the AML). */
+void aml_string(struct aml *a, const char *s);
 /* The shortest integer encoding (ZeroOp, OneOp, Byte/Word/DWord/QWordConst). */
 void aml_integer(struct aml *a, uint64_t v);
 /* A compressed EISA id ("PNP0A08" -> 0x080ad041); 0 if id is malformed. */
@@ -68,6 +71,10 @@ void aml_res_word_io(struct aml *a, uint16_t min, uint16_t max);
 void aml_res_dword_mem(struct aml *a, uint32_t min, uint32_t max);
 void aml_res_io(struct aml *a, uint16_t min, uint16_t max, uint8_t align, uint8_t len);
 void aml_res_mem32_fixed(struct aml *a, uint32_t base, uint32_t len);
+/* IRQNoFlags() {irq}: an ISA IRQ (0-15), edge-triggered, active high, exclusive. */
+void aml_res_irq(struct aml *a, unsigned irq);
+/* Interrupt(ResourceConsumer, Edge, ActiveHigh, Exclusive) {gsi}: an extended interrupt. */
+void aml_res_interrupt_edge(struct aml *a, uint32_t gsi);
 void aml_res_end(struct aml *a);
 
 #endif

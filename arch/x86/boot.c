@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "arch/x86/acpi.h"
 #include "arch/x86/boot_params.h"
@@ -10,6 +11,7 @@
 #include "arch/x86/layout.h"
 #include "arch/x86/mptable.h"
 #include "arch/x86/pvh.h"
+#include "devices/i8042.h"
 
 /* acpi_write puts the RSDP at the start of its region. */
 #define ACPI_RSDP_ADDR ACPI_TABLES_START
@@ -18,6 +20,28 @@ _Static_assert(ACPI_TABLES_START >= FIRMWARE_TABLES_START && ACPI_TABLES_END <= 
 /* 64-bit Linux refuses initrds above 2 GiB unless told otherwise; a vmlinux has no header
  * to tell, so stay conservative. */
 #define VMLINUX_INITRD_ADDR_MAX 0x7fffffffu
+
+/* What a PC's BIOS does at the reset vector, reduced to the part that matters here: reset the
+ * machine through the i8042 (minivmm exits with status 0). Linux reboots this way on a
+ * hardware-reduced ACPI machine without EFI: its reboot order there is EFI, then a real-mode
+ * jump to 0xf000:0xfff0 (BOOT_BIOS); without code there the vCPU ran into zeroed memory. */
+static int write_reset_vector(struct guest_mem *mem, char *err, size_t errlen)
+{
+	const uint8_t stub[RESET_VECTOR_SIZE] = {
+	    0xfa,		      /* cli */
+	    0xb0, I8042_CMD_RESET,    /* mov $0xfe, %al */
+	    0xe6, I8042_COMMAND_PORT, /* out %al, $0x64 */
+	    0xf4,		      /* 1: hlt */
+	    0xeb, 0xfd,		      /* jmp 1b */
+	};
+	uint8_t *p = guest_mem_ptr(mem, RESET_VECTOR_ADDR, sizeof(stub));
+	if (!p) {
+		snprintf(err, errlen, "no guest RAM for the reset vector");
+		return -1;
+	}
+	memcpy(p, stub, sizeof(stub));
+	return 0;
+}
 
 static int load_bzimage(struct guest_mem *mem, const struct boot_args *args,
 			struct boot_entry *entry, char *err, size_t errlen)
@@ -157,7 +181,10 @@ int x86_boot_load(struct guest_mem *mem, const struct boot_args *args, struct bo
 		rc = mptable_write(mem, MPTABLE_START, MPTABLE_END, args->nr_cpus, err, errlen);
 	/* Both: the MP table for kernels without ACPI (and Linux's MPPARSE), ACPI for the rest. */
 	if (rc == 0)
-		rc = acpi_write(mem, ACPI_RSDP_ADDR, ACPI_TABLES_END, args->nr_cpus, err, errlen);
+		rc = acpi_write(mem, ACPI_RSDP_ADDR, ACPI_TABLES_END, args->nr_cpus,
+				args->acpi_devices, err, errlen);
+	if (rc == 0)
+		rc = write_reset_vector(mem, err, errlen);
 	if (rc == 0 && entry->initrd_addr)
 		entry->initrd_size = args->initrd_size;
 	if (rc)

@@ -7,6 +7,8 @@
 
 #include "vmm/guest_mem.h"
 
+struct dsdt_config;
+
 enum boot_protocol {
 	BOOT_AUTO = 0, /* detect from the image */
 	BOOT_LINUX64,  /* Linux boot protocol, 64-bit entry: bzImage or ELF vmlinux */
@@ -24,6 +26,8 @@ struct boot_args {
 	/* Optional blob handed over as setup_data SETUP_DTB (Linux64 only). */
 	const uint8_t *dtb;
 	size_t dtb_size;
+	/* Devices the ACPI DSDT describes beyond the fixed ones (NULL: none). */
+	const struct dsdt_config *acpi_devices;
 };
 
 /* How the boot vCPU starts. */

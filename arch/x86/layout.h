@@ -20,8 +20,11 @@
 /* [FIRMWARE_TABLES_START, HIGH_MEMORY_START) is one reserved e820 entry: ACPI + MP tables. */
 #define FIRMWARE_TABLES_START ACPI_TABLES_START
 /* MP floating pointer + table: the BIOS area holds one for up to 254 CPUs (the EBDA only 40). */
-#define MPTABLE_START	  BIOS_ROM_START
-#define MPTABLE_END	  0x100000ULL
+#define MPTABLE_START BIOS_ROM_START
+#define MPTABLE_END   RESET_VECTOR_ADDR
+/* The x86 reset vector (0xf000:0xfff0): a stub that resets the VM through the i8042. */
+#define RESET_VECTOR_ADDR 0xffff0ULL
+#define RESET_VECTOR_SIZE 16
 #define HIGH_MEMORY_START 0x100000ULL /* kernels are loaded at 1 MiB */
 
 /* PCI (devices/pci.c): BARs the VMM places, then virtio-mmio windows, then ECAM for bus 0. */

@@ -5,6 +5,8 @@
 
 #include "vmm/log.h"
 
+static void serve_early_buffers(void *opaque);
+
 void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops, void *priv,
 		     struct guest_mem *mem, struct event_loop *loop, const char *label)
 {
@@ -15,6 +17,7 @@ void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops
 	dev->loop = loop;
 	snprintf(dev->label, sizeof(dev->label), "%s", label);
 	pthread_mutex_init(&dev->lock, NULL);
+	bottom_half_init(&dev->driver_ok_bh, serve_early_buffers, dev);
 	dev->device_features = ops->features | (1ULL << VIRTIO_F_VERSION_1);
 	for (int q = 0; q < ops->nr_queues && q < VIRTIO_MAX_QUEUES; q++)
 		dev->vqs[q].size = ops->max_queue_size;
@@ -120,7 +123,23 @@ void virtio_dev_set_status(struct virtio_dev *dev, uint8_t status)
 				ok = enable_queue(dev, q);
 		if (ok && dev->ops->activate && dev->ops->activate(dev) < 0)
 			mark_broken_locked(dev, "device activation failed");
+		else if (ok && dev->loop)
+			bottom_half_schedule(dev->loop, &dev->driver_ok_bh);
 	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/* Kicks before DRIVER_OK are ignored, but drivers do make buffers available then: Linux's
+ * virtio_balloon queues (and kicks) its first statistics buffer in probe, before DRIVER_OK,
+ * and never again until the device returns it. Look at every queue once, on the I/O thread. */
+static void serve_early_buffers(void *opaque)
+{
+	struct virtio_dev *dev = opaque;
+	pthread_mutex_lock(&dev->lock);
+	for (int q = 0; q < dev->ops->nr_queues; q++)
+		if (!dev->broken && (dev->status & VIRTIO_STATUS_DRIVER_OK) && dev->vqs[q].desc &&
+		    dev->ops->queue_notify && virtqueue_has_work(&dev->vqs[q]))
+			dev->ops->queue_notify(dev, q);
 	pthread_mutex_unlock(&dev->lock);
 }
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "devices/virtio/virtqueue.h"
+#include "vmm/event_loop.h"
 
 /* Device status bits (virtio 1.2, 2.1). */
 #define VIRTIO_STATUS_ACKNOWLEDGE	 1
@@ -77,6 +78,8 @@ struct virtio_dev {
 	/* Counters for status and benchmarks: guest kicks (eventfd counts, so kicks that arrive
 	 * together are all counted), I/O-thread wake-ups they caused, interrupts sent. */
 	uint64_t kicks, notifications, interrupts;
+	/* At DRIVER_OK: serve buffers made available (and kicked) before it. */
+	struct bottom_half driver_ok_bh;
 };
 
 void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops, void *priv,

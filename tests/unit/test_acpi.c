@@ -80,6 +80,11 @@ static void verify(struct test_ram *r, int n)
 	const uint8_t gas[12] = {1, 8, 0, 1, 0x64};
 	cr_assert_arr_eq(fadt + 116, gas, 12);
 	cr_assert_eq(fadt[128], 0xfe);
+	/* SLEEP_CONTROL_REG and SLEEP_STATUS_REG: ports 0x600 and 0x601 (devices/acpi_sleep). */
+	const uint8_t sleep_control[12] = {1, 8, 0, 1, 0x00, 0x06},
+		      sleep_status[12] = {1, 8, 0, 1, 0x01, 0x06};
+	cr_assert_arr_eq(fadt + 244, sleep_control, 12);
+	cr_assert_arr_eq(fadt + 256, sleep_status, 12);
 	cr_assert_arr_eq(fadt + 268, "MNVMM\0\0\0", 8);
 	uint64_t dsdt_addr = get_le64(fadt + 140);
 	cr_assert_eq(get_le32(fadt + 40), dsdt_addr, "DSDT and X_DSDT agree");
@@ -87,8 +92,10 @@ static void verify(struct test_ram *r, int n)
 	cr_assert_gt(dsdt_len, 36, "the DSDT carries AML");
 	uint8_t *dsdt = sdt(r, dsdt_addr, "DSDT", dsdt_len);
 	cr_assert_eq(dsdt[8], 2);
-	/* Scope (\_SB) { Device (PCI0) ... }: the AML opens with the scope. */
-	cr_assert_eq(dsdt[36], 0x10, "ScopeOp");
+	/* Name (\_S5, ...) then Scope (\_SB) { Device (PCI0) ... }. */
+	const uint8_t s5[] = {0x08, '\\', '_', 'S', '5', '_', 0x12};
+	cr_assert_arr_eq(dsdt + 36, s5, sizeof(s5), "\\_S5 first");
+	cr_assert(memchr(dsdt + 36, 0x10, dsdt_len - 36), "ScopeOp");
 	cr_assert(memmem(dsdt + 36, dsdt_len - 36, "PCI0", 4), "\\_SB.PCI0 is described");
 	cr_assert(memmem(dsdt + 36, dsdt_len - 36, "_PRT", 4), "with its interrupt routing");
 
@@ -145,8 +152,9 @@ ParameterizedTest(int *n, acpi, tables_for_n_cpus)
 	struct test_ram r;
 	test_ram_init(&r, 16 * MiB);
 	memset(gpa(&r, ACPI_TABLES_START, 0x10000), 0xcc, 0x10000);
-	cr_assert_eq(acpi_write(&r.mem, ACPI_TABLES_START, ACPI_TABLES_END, *n, err, sizeof(err)),
-		     0, "%s", err);
+	cr_assert_eq(
+	    acpi_write(&r.mem, ACPI_TABLES_START, ACPI_TABLES_END, *n, NULL, err, sizeof(err)), 0,
+	    "%s", err);
 	verify(&r, *n);
 	cr_assert_eq(acpi_tables_size(*n), 0x2200 + madt_len(*n), "MADT after the DSDT's 8 KiB");
 	/* Nothing written past the tables. */
@@ -169,21 +177,22 @@ Test(acpi, refuses_what_does_not_fit)
 	struct test_ram r;
 	test_ram_init(&r, 16 * MiB);
 	uint64_t base = ACPI_TABLES_START;
-	cr_assert_neq(acpi_write(&r.mem, base, base + 0x100, 1, err, sizeof(err)), 0);
+	cr_assert_neq(acpi_write(&r.mem, base, base + 0x100, 1, NULL, err, sizeof(err)), 0);
 	cr_assert_str_eq(err, "ACPI tables support 1..0 CPUs, asked for 1");
-	cr_assert_neq(acpi_write(&r.mem, base, base + acpi_tables_size(4) - 1, 4, err, sizeof(err)),
-		      0);
+	cr_assert_neq(
+	    acpi_write(&r.mem, base, base + acpi_tables_size(4) - 1, 4, NULL, err, sizeof(err)), 0);
 	cr_assert_str_eq(err, "ACPI tables support 1..3 CPUs, asked for 4");
-	cr_assert_neq(acpi_write(&r.mem, base, ACPI_TABLES_END, 255, err, sizeof(err)), 0);
+	cr_assert_neq(acpi_write(&r.mem, base, ACPI_TABLES_END, 255, NULL, err, sizeof(err)), 0);
 	cr_assert_str_eq(err, "ACPI tables support 1..254 CPUs, asked for 255");
-	cr_assert_neq(acpi_write(&r.mem, base, ACPI_TABLES_END, 0, err, sizeof(err)), 0);
-	cr_assert_neq(acpi_write(&r.mem, base, ACPI_TABLES_END, -1, err, sizeof(err)), 0);
+	cr_assert_neq(acpi_write(&r.mem, base, ACPI_TABLES_END, 0, NULL, err, sizeof(err)), 0);
+	cr_assert_neq(acpi_write(&r.mem, base, ACPI_TABLES_END, -1, NULL, err, sizeof(err)), 0);
 	/* Misaligned RSDP, no RAM, above 4 GiB. */
-	cr_assert_neq(acpi_write(&r.mem, base + 8, ACPI_TABLES_END, 1, err, sizeof(err)), 0);
+	cr_assert_neq(acpi_write(&r.mem, base + 8, ACPI_TABLES_END, 1, NULL, err, sizeof(err)), 0);
 	cr_assert_str_eq(err, "no guest RAM for the ACPI tables at 0xe0008");
-	cr_assert_neq(acpi_write(&r.mem, 16 * MiB - 0x100, 17 * MiB, 1, err, sizeof(err)), 0);
+	cr_assert_neq(acpi_write(&r.mem, 16 * MiB - 0x100, 17 * MiB, 1, NULL, err, sizeof(err)), 0);
 	cr_assert_str_eq(err, "no guest RAM for the ACPI tables at 0xffff00");
-	cr_assert_neq(acpi_write(&r.mem, 0x100000000ULL, 0x100010000ULL, 1, err, sizeof(err)), 0);
+	cr_assert_neq(acpi_write(&r.mem, 0x100000000ULL, 0x100010000ULL, 1, NULL, err, sizeof(err)),
+		      0);
 	cr_assert_str_eq(err, "no guest RAM for the ACPI tables at 0x100000000");
 	test_ram_fini(&r);
 }
@@ -202,6 +211,9 @@ Test(acpi, bzimage_boot_hands_over_rsdp)
 	verify(&r, 2);
 	/* The MP table still sits at 0xf0000, next to the ACPI tables. */
 	cr_assert_arr_eq(gpa(&r, 0xf0000, 4), "_MP_", 4);
+	/* The reset vector resets through the i8042: cli; mov $0xfe,%al; out %al,$0x64; hlt. */
+	const uint8_t reset[] = {0xfa, 0xb0, 0xfe, 0xe6, 0x64, 0xf4, 0xeb, 0xfd};
+	cr_assert_arr_eq(gpa(&r, 0xffff0, sizeof(reset)), reset, sizeof(reset));
 	/* e820: [0xe0000, 1 MiB) reserved in one entry, as the zero page tells. */
 	cr_assert_eq(bp[0x1e8], 4);
 	const uint8_t *e820 = bp + 0x2d0 + 2 * 20;

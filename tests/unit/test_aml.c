@@ -139,6 +139,8 @@ Test(aml, resource_descriptors)
 	aml_res_dword_mem(&a, 0xc0000000, 0xdfffffff);
 	aml_res_io(&a, 0xcf8, 0xcf8, 1, 8);
 	aml_res_mem32_fixed(&a, 0xe0000000, 0x100000);
+	aml_res_irq(&a, 4);
+	aml_res_interrupt_edge(&a, 0x12345);
 	aml_res_end(&a);
 	EXPECT(
 	    /* WordBusNumber: producer, MinFixed, MaxFixed, 0-0, length 1 */
@@ -150,8 +152,27 @@ Test(aml, resource_descriptors)
 	    0x47, 1, 0xf8, 0x0c, 0xf8, 0x0c, 1, 8,
 	    /* Memory32Fixed(ReadWrite, 0xe0000000, 0x100000) */
 	    0x86, 9, 0, 1, 0, 0, 0, 0xe0, 0, 0, 0x10, 0,
+	    /* IRQNoFlags() {4} */
+	    0x22, 0x10, 0x00,
+	    /* Interrupt(ResourceConsumer, Edge, ActiveHigh, Exclusive) {0x12345} */
+	    0x89, 6, 0, 0x03, 1, 0x45, 0x23, 0x01, 0x00,
 	    /* EndTag */
 	    0x79, 0);
+}
+
+Test(aml, irq_beyond_isa_range_sets_error)
+{
+	aml_res_irq(&a, 16);
+	cr_assert(a.error);
+}
+
+Test(aml, strings)
+{
+	aml_string(&a, "LNRO0005");
+	EXPECT(0x0d, 'L', 'N', 'R', 'O', '0', '0', '0', '5', 0);
+	setup();
+	aml_string(&a, "bad\n");
+	cr_assert(a.error, "control characters are refused");
 }
 
 Test(aml, overflow_sets_error_and_stops)
@@ -176,10 +197,12 @@ static const uint8_t *find_name(const uint8_t *p, size_t len, const char *name)
 
 Test(aml, dsdt_pci_host_bridge)
 {
-	dsdt_build(&a);
+	dsdt_build(&a, NULL);
 	cr_assert(!a.error);
 	cr_assert_lt(a.len, 0x2000 - 36, "fits the DSDT's room");
-	cr_assert_eq(buf[0], 0x10, "Scope");
+	/* Name (\_S5, Package (1) { 5 }): soft-off's sleep type, then Scope (\_SB). */
+	const uint8_t s5[] = {0x08, '\\', '_', 'S', '5', '_', 0x12, 4, 1, 0x0a, 5, 0x10};
+	cr_assert_arr_eq(buf, s5, sizeof(s5));
 	const uint8_t *hid = find_name(buf, a.len, "_HID");
 	cr_assert(hid);
 	cr_assert_eq(hid[0], 0x0c);
@@ -204,4 +227,70 @@ Test(aml, dsdt_pci_host_bridge)
 	cr_assert(memmem(buf, a.len, "RES0", 4));
 	const uint8_t ecam[] = {0x86, 9, 0, 1, 0, 0, 0, 0xe0, 0, 0, 0x10, 0};
 	cr_assert(memmem(buf, a.len, ecam, sizeof(ecam)), "ECAM reserved");
+}
+
+/* Device NAME's _CRS buffer: returns its resource template bytes. */
+static const uint8_t *device_crs(const uint8_t *p, size_t len, const char *name)
+{
+	const uint8_t *dev = memmem(p, len, name, 4);
+	cr_assert(dev, "device %s", name);
+	const uint8_t *crs = find_name(dev, len - (size_t)(dev - p), "_CRS");
+	cr_assert(crs && crs[0] == 0x11, "%s has a _CRS buffer", name);
+	return crs;
+}
+
+Test(aml, dsdt_legacy_devices_have_their_isa_irqs)
+{
+	dsdt_build(&a, NULL);
+	cr_assert(!a.error);
+	/* COM1: PNP0501, ports 0x3f8-0x3ff, IRQ 4. Without it Linux (HW-reduced ACPI: no legacy
+	 * IRQs) polls the UART and userspace console output never drains. */
+	const uint8_t *com1 = memmem(buf, a.len, "COM1", 4);
+	cr_assert(com1);
+	const uint8_t *hid = find_name(com1, a.len - (size_t)(com1 - buf), "_HID");
+	cr_assert(hid && hid[0] == 0x0c && get_le32(hid + 1) == 0x0105d041, "PNP0501");
+	const uint8_t com1_res[] = {0x47, 1, 0xf8, 0x03, 0xf8, 0x03, 1, 8, 0x22, 0x10, 0x00, 0x79};
+	cr_assert(memmem(device_crs(buf, a.len, "COM1"), 24, com1_res, sizeof(com1_res)));
+	/* The CMOS RTC: PNP0B00, ports 0x70-0x71, IRQ 8 (rtc_cmos fails to probe without it). */
+	const uint8_t *rtc = memmem(buf, a.len, "RTC_", 4);
+	cr_assert(rtc);
+	hid = find_name(rtc, a.len - (size_t)(rtc - buf), "_HID");
+	cr_assert(hid && hid[0] == 0x0c && get_le32(hid + 1) == 0x000bd041, "PNP0B00");
+	const uint8_t rtc_res[] = {0x47, 1, 0x70, 0, 0x70, 0, 1, 2, 0x22, 0x00, 0x01, 0x79};
+	cr_assert(memmem(device_crs(buf, a.len, "RTC_"), 24, rtc_res, sizeof(rtc_res)));
+	cr_assert_null(memmem(buf, a.len, "LNRO0005", 8), "no virtio-mmio device asked for");
+}
+
+Test(aml, dsdt_virtio_mmio_devices)
+{
+	const struct dsdt_mmio_device devs[2] = {{0xd0000000, 0x1000, 5}, {0xd0001000, 0x1000, 6}};
+	const struct dsdt_config cfg = {.virtio_mmio = devs, .nr_virtio_mmio = 2};
+	dsdt_build(&a, &cfg);
+	cr_assert(!a.error);
+	for (int i = 0; i < 2; i++) {
+		char name[5] = {'V', 'R', '0', (char)('0' + i), 0};
+		const uint8_t *dev = memmem(buf, a.len, name, 4);
+		cr_assert(dev, "%s", name);
+		const uint8_t *hid = find_name(dev, a.len - (size_t)(dev - buf), "_HID");
+		cr_assert(hid && !memcmp(hid, "\x0dLNRO0005", 10), "%s: _HID \"LNRO0005\"", name);
+		const uint8_t *uid = find_name(dev, a.len - (size_t)(dev - buf), "_UID");
+		cr_assert(uid && uid[0] == (i ? 0x01 : 0x00), "_UID %d", i);
+		uint8_t res[21] = {0x86, 9, 0, 1,    0, 0, 0,	 0xd0, 0,
+				   0x10, 0, 0, 0x89, 6, 0, 0x03, 1};
+		res[5] = (uint8_t)(i << 4);
+		res[17] = (uint8_t)(5 + i);
+		cr_assert(memmem(device_crs(buf, a.len, name), 32, res, sizeof(res)),
+			  "%s: window and edge interrupt", name);
+	}
+}
+
+Test(aml, dsdt_refuses_bad_mmio_devices)
+{
+	const struct dsdt_mmio_device high = {0x100000000ULL, 0x1000, 5};
+	dsdt_build(&a, &(struct dsdt_config){.virtio_mmio = &high, .nr_virtio_mmio = 1});
+	cr_assert(a.error, "a window above 4 GiB does not fit Memory32Fixed");
+	setup();
+	const struct dsdt_mmio_device ok = {0xd0000000, 0x1000, 5};
+	dsdt_build(&a, &(struct dsdt_config){.virtio_mmio = &ok, .nr_virtio_mmio = 17});
+	cr_assert(a.error, "more devices than the DSDT describes");
 }

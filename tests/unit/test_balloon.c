@@ -167,6 +167,39 @@ Test(balloon, config_space)
 	cr_assert_eq(dev.ops->nr_queues, 3);
 }
 
+/* Linux's virtio_balloon posts its first statistics buffer and kicks before DRIVER_OK; the kick
+ * is ignored then, so the device must find the buffer once the driver is ready. */
+Test(balloon, statistics_buffer_posted_before_driver_ok)
+{
+	virtio_dev_set_status(&dev, 0);
+	uint8_t st = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER;
+	virtio_dev_set_status(&dev, st);
+	virtio_dev_set_driver_features(&dev, 0, 1u << VIRTIO_BALLOON_F_STATS_VQ);
+	virtio_dev_set_driver_features(&dev, 1, 1u << (VIRTIO_F_VERSION_1 - 32));
+	virtio_dev_set_status(&dev, st |= VIRTIO_STATUS_FEATURES_OK);
+	for (int q = 0; q < 3; q++) {
+		dev.vqs[q].size = QSIZE;
+		dev.vqs[q].desc_gpa = RING(q);
+		dev.vqs[q].avail_gpa = RING(q) + 0x1000;
+		dev.vqs[q].used_gpa = RING(q) + 0x2000;
+		virtio_dev_queue_ready(&dev, q, true);
+	}
+	uint8_t entry[10] = {4}; /* free memory */
+	uint64_t free_mem = 4242;
+	memcpy(entry + 2, &free_mem, 8);
+	memcpy(ram + BUF_GPA, entry, sizeof(entry));
+	memset(avail_idx, 0, sizeof(avail_idx));
+	post(2, 0, sizeof(entry));
+	struct balloon_info bi;
+	virtio_balloon_get_info(b, &bi);
+	cr_assert_eq(bi.stats_updates, 0, "a kick before DRIVER_OK is not served at once");
+	virtio_dev_set_status(&dev, st | VIRTIO_STATUS_DRIVER_OK);
+	event_loop_run_once(&loop, 0); /* the I/O thread's turn */
+	virtio_balloon_get_info(b, &bi);
+	cr_assert_eq(bi.stats_updates, 1, "served once the driver is ready");
+	cr_assert_eq(bi.stats[4], free_mem);
+}
+
 Test(balloon, statistics)
 {
 	uint8_t buf[30] = {0};

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Build the nested test VM's images into OUT (default build/linux) from Debian packages and the
+# build: Debian's cloud kernel with the modules the suite needs, the L2 guest's initramfs
+# (busybox, virtio drivers, mke2fs) and the L1 test VM's initramfs (busybox, KVM modules,
+# minivmm with its libraries, the L2 kernel and initramfs, the scenarios).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+HERE=$ROOT/tests/linux
+OUT=${1:-$ROOT/build/linux}
+MINIVMM=${MINIVMM:-$ROOT/build/minivmm}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+die() { echo "build-images: $*" >&2; exit 1; }
+[ -x "$MINIVMM" ] || die "no $MINIVMM (run make first)"
+BUSYBOX=$(command -v busybox) || die "busybox-static is not installed (scripts/install-deps.sh)"
+
+# The kernel package, once: boot/vmlinuz-* and lib/modules/*.
+KPKG=$OUT/kernel
+if ! ls "$KPKG"/boot/vmlinuz-* >/dev/null 2>&1; then
+	"$ROOT/scripts/fetch-test-kernel.sh" "$KPKG" --modules >/dev/null
+fi
+VMLINUZ=$(ls "$KPKG"/boot/vmlinuz-* | head -n 1)
+MODDIR=$(ls -d "$KPKG"/lib/modules/* | head -n 1)
+
+# copy_modules DEST NAME...: the named modules, flat, in load order.
+copy_modules() {
+	local dest=$1 m f
+	shift
+	mkdir -p "$dest"
+	: >"$dest/order"
+	for m in "$@"; do
+		f=$(find "$MODDIR/kernel" -name "$m.ko" | head -n 1)
+		[ -n "$f" ] || die "module $m not in $MODDIR"
+		cp "$f" "$dest/"
+		echo "$m" >>"$dest/order"
+	done
+}
+
+# copy_binary ROOT PATH: PATH and the shared libraries it needs, at the same paths.
+copy_binary() {
+	local root=$1 bin=$2 lib
+	mkdir -p "$root$(dirname "$bin")"
+	cp -L "$bin" "$root$bin"
+	for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done
+}
+
+# base_root DIR: busybox with its applets linked at start-up by the init script.
+base_root() {
+	local r=$1
+	rm -rf "$r"
+	mkdir -p "$r"/{bin,sbin,dev,proc,sys,tmp,mnt,run,etc,root}
+	cp "$BUSYBOX" "$r/bin/busybox"
+	ln -s ../bin/busybox "$r/sbin/init"
+}
+
+pack() { (cd "$1" && find . | cpio -o -H newc --quiet | gzip -1) >"$2"; }
+
+# L2: the guest minivmm boots.
+L2=$OUT/l2-root
+base_root "$L2"
+copy_modules "$L2/modules" virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev \
+	virtio_pci virtio_mmio failover net_failover virtio_net virtio_blk virtio_balloon virtio-rng
+copy_binary "$L2" /sbin/mke2fs
+cp /etc/mke2fs.conf "$L2/etc/"
+cp "$HERE/guest-init.sh" "$L2/init"
+chmod +x "$L2/init"
+pack "$L2" "$OUT/l2-initramfs.gz"
+
+# L1: the test VM that runs minivmm on its nested /dev/kvm.
+L1=$OUT/l1-root
+base_root "$L1"
+copy_modules "$L1/modules" irqbypass kvm kvm-amd tun loop
+copy_binary "$L1" "$MINIVMM"
+mv "$L1$MINIVMM" "$L1/bin/minivmm"
+for b in /sbin/e2fsck /sbin/mke2fs /usr/bin/script; do copy_binary "$L1" "$b"; done
+cp /etc/mke2fs.conf "$L1/etc/"
+mkdir -p "$L1/l2"
+cp "$VMLINUZ" "$L1/l2/vmlinuz"
+cp "$OUT/l2-initramfs.gz" "$L1/l2/initramfs.gz"
+# The root-filesystem scenario's tree: busybox and the same init, no initramfs.
+cp -a "$L2" "$L1/l2/rootfs"
+rm -f "$L1/l2/rootfs/init"
+cp "$HERE/guest-init.sh" "$L1/l2/rootfs/sbin/guest-init"
+rm -f "$L1/l2/rootfs/sbin/init"
+ln -s guest-init "$L1/l2/rootfs/sbin/init"
+mkdir -p "$L1/probe"
+cp "$ROOT/build/firmware/probe.elf" "$ROOT/build/firmware/probe.bzImage" "$L1/probe/"
+cp "$HERE/host-init.sh" "$L1/init"
+cp "$HERE/scenarios.sh" "$L1/scenarios.sh"
+chmod +x "$L1/init"
+pack "$L1" "$OUT/l1-initramfs.gz"
+cp "$VMLINUZ" "$OUT/vmlinuz"
+echo "$OUT"

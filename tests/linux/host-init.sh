@@ -1,0 +1,21 @@
+#!/bin/busybox sh
+# The nested suite's L1 test VM: PID 1 under QEMU TCG (which emulates AMD SVM). Loads KVM, then
+# runs the scenarios named on its command line (tests=a,b,... ; all when absent) from
+# /scenarios.sh, one result line each ("@@ RESULT name PASS|FAIL|SKIP seconds"), then powers off.
+/bin/busybox --install -s /bin 2>/dev/null
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mkdir -p /dev/pts /tmp /dev/net
+mount -t devpts devpts /dev/pts
+mount -t tmpfs -o size=3g tmp /tmp
+ip link set lo up
+for m in $(cat /modules/order); do
+	insmod "/modules/$m.ko" || echo "@@ insmod $m failed"
+done
+[ -e /dev/kvm ] || echo "@@ no /dev/kvm in the test VM"
+. /scenarios.sh
+run_all "$(tr ' ' '\n' </proc/cmdline | sed -n 's/^tests=//p')"
+echo "@@ DONE"
+poweroff -f

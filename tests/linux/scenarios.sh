@@ -1,0 +1,382 @@
+# The nested suite's scenarios, sourced by host-init.sh inside the L1 test VM (busybox sh).
+# Each scenario is a function sc_NAME that boots one or more L2 guests with minivmm and checks
+# what they printed ("L2: ..." lines from guest-init.sh) and how minivmm exited. A failing
+# check calls fail; its minivmm console and stderr are then printed for the log.
+
+L2_KERNEL=/l2/vmlinuz
+L2_INITRD=/l2/initramfs.gz
+L2_CMDLINE="console=ttyS0 panic=-1 quiet printk.devkmsg=on"
+W=/tmp/work
+
+# A failed check is recorded (run_all fails the scenario on it even if later steps pass).
+fail() { echo "CHECK FAILED: $*"; echo "$*" >>"$W/.failed"; return 1; }
+
+# l2 NAME TIMEOUT [minivmm args...] -- KERNEL ARGS: boot the L2 guest with the given scenario;
+# console in $W/NAME.out, stderr in $W/NAME.err, exit status in $W/NAME.rc.
+l2() {
+	local name=$1 limit=$2 rc=0 extra=""
+	shift 2
+	local args=""
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do args="$args $1"; shift; done
+	[ "${1:-}" = -- ] && shift
+	extra="$*"
+	LAST=$name
+	timeout -s KILL "$limit" minivmm --kernel $L2_KERNEL --initrd $L2_INITRD $args \
+		--cmdline "$L2_CMDLINE l2=$name $extra" </dev/null >"$W/$name.out" 2>"$W/$name.err" || rc=$?
+	echo $rc >"$W/$name.rc"
+	return 0
+}
+
+status_of() { cat "$W/$1.rc"; }
+expect_status() { [ "$(status_of "$1")" = "$2" ] || fail "$1: minivmm exit status $(status_of "$1"), expected $2"; }
+expect_out() { grep -q -- "$2" "$W/$1.out" || fail "$1: no '$2' on the console"; }
+expect_no_fail() { ! grep -q '^L2: FAIL' "$W/$1.out" || fail "$1: $(grep -m1 '^L2: FAIL' "$W/$1.out")"; }
+
+# l2_start NAME TIMEOUT [minivmm args...] -- KERNEL ARGS: the same, in the background, with
+# minivmm's stdin a FIFO that send() writes lines to (the guest's command loop reads them).
+l2_start() {
+	local name=$1 limit=$2 args=""
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do args="$args $1"; shift; done
+	[ "${1:-}" = -- ] && shift
+	LAST=$name
+	mkfifo "$W/$name.in"
+	exec 7<>"$W/$name.in"
+	(
+		rc=0
+		timeout -s KILL "$limit" minivmm --kernel $L2_KERNEL --initrd $L2_INITRD $args \
+			--cmdline "$L2_CMDLINE l2=$name l2.end=wait $*" <"$W/$name.in" \
+			>"$W/$name.out" 2>"$W/$name.err" || rc=$?
+		echo $rc >"$W/$name.rc"
+	) &
+	VMM_JOB=$!
+	i=0
+	while ! VMM_PID=$(pidof minivmm) && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+}
+
+send() { echo "$2" >"$W/$1.in"; }
+
+# wait_out NAME PATTERN [SECONDS]: until the console shows PATTERN; fails if minivmm ends first.
+wait_out() {
+	local i=0 limit=$((${3:-120} * 10))
+	while ! grep -q -- "$2" "$W/$1.out" 2>/dev/null; do
+		[ -f "$W/$1.rc" ] && { fail "$1: minivmm ended (status $(cat "$W/$1.rc")) before '$2'"; return 1; }
+		[ $i -ge $limit ] && { fail "$1: no '$2' within ${3:-120}s"; return 1; }
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# The value after "L2: KEY=" or "L2: KEY " on the console (last occurrence).
+l2_value() { sed -n "s/^L2: $2[= ]\([^ ]*\).*/\1/p" "$W/$1.out" | tr -d '\r' | tail -n 1; }
+
+# finish NAME: power the guest off through its command loop and wait for minivmm to exit.
+finish() {
+	send "$1" "poweroff -f"
+	wait "$VMM_JOB"
+	exec 7>&-
+}
+
+sc_reboot() {
+	l2 reboot 60 --cpus 2
+	expect_status reboot 0 && expect_out reboot 'reboot: Restarting system'
+}
+
+sc_poweroff() {
+	l2 poweroff 60 --cpus 2
+	expect_status poweroff 0 && expect_out poweroff 'reboot: Power down'
+}
+
+sc_panic() {
+	l2 panic 60
+	expect_status panic 0 && expect_out panic 'Kernel panic'
+}
+
+# The legacy devices the DSDT describes have working interrupts; virtio devices on both
+# transports bind (mmio ones through ACPI: Debian's virtio_mmio ignores the command line).
+sc_info() {
+	l2 info 90 --cpus 2 --rng --rng,transport=mmio --balloon,transport=mmio -- l2.end=poweroff
+	expect_status info 0 && expect_out info 'L2: rtc=rtc_cmos' &&
+		expect_out info 'L2: ttyS0_irq=1' && expect_out info 'L2: virtio=3'
+}
+
+# Userspace output through the tty driver, a shell answering a line typed on minivmm's stdin
+# (a terminal: script(1) gives it a pseudo-terminal), and Ctrl-A x ending minivmm with status 0.
+sc_console() {
+	local log=$W/console.out rc=0
+	: >"$log"
+	LAST=console
+	{
+		i=0
+		while ! grep -q 'L2: SHELL READY' "$log" && [ $i -lt 900 ]; do sleep 0.1; i=$((i + 1)); done
+		sleep 1
+		echo 'echo ANSWER=$((6 * 7))'
+		i=0
+		while ! grep -q 'ANSWER=42' "$log" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+		printf '\001x'
+	} | timeout -s KILL 120 script -qefc "minivmm --kernel $L2_KERNEL --initrd $L2_INITRD \
+		--cmdline '$L2_CMDLINE l2=console'" "$log" >/dev/null 2>&1 || rc=$?
+	echo $rc >"$W/console.rc"
+	: >"$W/console.err"
+	expect_out console USERSPACE_STDOUT && expect_out console DEV_TTYS0 &&
+		expect_out console 'ANSWER=42' && expect_out console 'quit requested from the console' &&
+		expect_status console 0
+}
+
+# reboot=t makes Linux triple-fault on reboot: minivmm's documented status 98.
+sc_triple_fault() {
+	l2 reboot 60 -- reboot=t
+	expect_status reboot 98 && grep -q 'triple fault' "$W/reboot.err" ||
+		fail "reboot: no triple-fault report"
+}
+
+# A long command line, RAM across the 3-4 GiB hole, four vCPUs online, pinning seen from L1.
+sc_boot() {
+	# Linux on x86 takes up to 2047 bytes; minivmm adds nothing here (no virtio-mmio devices).
+	local pad=$(head -c 1800 /dev/zero | tr '\0' x)
+	l2_start boot 120 --cpus 4 --memory 4G --pin 0=1,1=0,2=1,3=0 -- l2.pad=$pad l2.last=END
+	wait_out boot 'L2: WAITING' || return 1
+	send boot 'say "cpus=$(grep -c ^processor /proc/cpuinfo) online=$(cat /sys/devices/system/cpu/online)"'
+	send boot 'say "memtotal_kb=$(sed -n "s/^MemTotal: *\([0-9]*\) kB/\1/p" /proc/meminfo)"'
+	send boot 'say "last=$(tr " " "\n" </proc/cmdline | sed -n "s/^l2.last=//p")"'
+	send boot 'say "padlen=$(tr " " "\n" </proc/cmdline | sed -n "s/^l2.pad=//p" | wc -c)"'
+	wait_out boot 'L2: padlen=' || return 1
+	local want t cpus
+	for t in /proc/$VMM_PID/task/*; do
+		case "$(cat $t/comm)" in
+		vcpu0 | vcpu2) want=1 ;;
+		vcpu1 | vcpu3) want=0 ;;
+		*) continue ;;
+		esac
+		cpus=$(sed -n 's/^Cpus_allowed_list:\t*//p' $t/status)
+		[ "$cpus" = $want ] || fail "$(cat $t/comm) runs on cpus '$cpus', pinned to $want"
+	done
+	finish boot
+	expect_status boot 0 || return 1
+	[ "$(l2_value boot cpus)" = 4 ] || fail "the guest sees $(l2_value boot cpus) CPUs, want 4"
+	[ "$(l2_value boot online)" = 0-3 ] || fail "online CPUs $(l2_value boot online), want 0-3"
+	[ "$(l2_value boot last)" = END ] || fail "the command line's last argument is lost"
+	[ "$(l2_value boot padlen)" = 1801 ] || fail "the 1800-byte argument arrived as $(l2_value boot padlen)"
+	# 4 GiB of RAM (some above 4 GiB): MemTotal is that less the kernel's own reservations.
+	local kb=$(l2_value boot memtotal_kb)
+	[ "$kb" -gt $((3900 * 1024)) ] && [ "$kb" -le $((4096 * 1024)) ] ||
+		fail "MemTotal ${kb} kB for --memory 4G"
+}
+
+# taps NAME...: create tap devices with 10.0.(2+i).1/24, removed when the scenario ends.
+taps() {
+	local i=0 t
+	for t in "$@"; do
+		tunctl -t "$t" >/dev/null || { fail "tunctl $t"; return 1; }
+		ip addr add "10.0.$((2 + i)).1/24" dev "$t"
+		ip link set "$t" up
+		i=$((i + 1))
+	done
+}
+untaps() { for t in "$@"; do tunctl -d "$t" >/dev/null 2>&1; done; }
+
+# net NAME MIB CSUM NICS [minivmm --net options...]: ping on every NIC, then MIB MiB over TCP
+# each way on the first with both ends' SHA-256 compared; CSUM is the expected feature bit.
+net_scenario() {
+	local name=$1 mib=$2 csum=$3 nics=$4 t tapnames="" i=0
+	shift 4
+	while [ $i -lt "$nics" ]; do tapnames="$tapnames mvt$i"; i=$((i + 1)); done
+	taps $tapnames || return 1
+	mkdir -p $W/www
+	dd if=/dev/urandom of=$W/www/data bs=1M count="$mib" 2>/dev/null
+	local sent=$(sha256sum <$W/www/data | cut -d' ' -f1)
+	httpd -p 10.0.2.1:8080 -h $W/www
+	local netargs="" o
+	for o in "$@"; do netargs="$netargs --net $o"; done
+	l2_start $name 300 --memory 512M $netargs -- l2.nics=$nics l2.mib=$mib
+	wait_out $name 'L2: WAITING' 240
+	wget -q -O $W/got http://10.0.2.15:8080/data || fail "$name: wget from the guest"
+	local got=$(sha256sum <$W/got | cut -d' ' -f1) got_bytes=$(wc -c <$W/got)
+	finish $name
+	killall httpd
+	untaps $tapnames
+	expect_no_fail $name && expect_status $name 0 || return 1
+	[ "$got_bytes" = $((mib << 20)) ] || fail "$name: the test VM received $got_bytes bytes"
+	expect_out $name "L2: got $sent bytes=$((mib << 20))" || return 1
+	[ "$got" = "$(l2_value $name serving)" ] || fail "$name: the test VM received a different ${mib} MiB"
+	[ "$(l2_value $name csum)" = "$csum" ] || fail "$name: VIRTIO_NET_F_CSUM is $(l2_value $name csum), want $csum"
+	i=0
+	while [ $i -lt "$nics" ]; do expect_out $name "L2: ping eth$i ok" || return 1; i=$((i + 1)); done
+}
+
+sc_net_pci() { net_scenario net 64 1 1 tap=mvt0; }
+sc_net_mmio() { net_scenario net 64 1 1 tap=mvt0,transport=mmio; }
+sc_net_timer_nooffload() {
+	net_scenario net 16 0 2 tap=mvt0,tx=timer,offload=off tap=mvt1,transport=mmio,tx=timer
+}
+
+# The user-mode backend: DHCP gives the guest its address; a hostfwd port reaches its listener.
+sc_net_user() {
+	l2_start user 120 --net user,hostfwd=tcp:127.0.0.1:5555-:7777 -- x
+	wait_out user 'L2: WAITING' || return 1
+	local reply=$(wget -q -O - http://127.0.0.1:5555/hello)
+	finish user
+	expect_no_fail user && expect_status user 0 && expect_out user 'L2: dhcp 10.0.2.15 router 10.0.2.2' || return 1
+	[ "$reply" = HOSTFWD_OK ] || fail "hostfwd: got '$reply'"
+}
+
+# check_image IMAGE F1SUM: the guest's filesystem is clean and holds its files.
+check_image() {
+	/sbin/e2fsck -f -n "$1" >$W/fsck.log 2>&1 || { cat $W/fsck.log; fail "e2fsck -f -n found errors"; return 1; }
+	mkdir -p $W/m
+	mount -o loop,ro -t ext4 "$1" $W/m || { fail "cannot mount the image"; return 1; }
+	local f1=$(sha256sum <$W/m/f1 | cut -d' ' -f1) f2=$(cat $W/m/f2)
+	umount $W/m
+	[ "$f1" = "$2" ] || fail "f1 on the image differs from what the guest wrote"
+	[ "$f2" = hello-from-l2 ] || fail "f2 on the image is '$f2'"
+}
+
+# A filesystem made, written and synced by the guest, then a guest reboot; e2fsck and the files
+# on the image afterwards. Over pci: cache=none on an ext4 (O_DIRECT), a read-only second disk,
+# discard. Over mmio: cache=writeback.
+sc_blk_pci() {
+	mkdir -p $W/ext4
+	truncate -s 256M $W/ext4.img && /sbin/mke2fs -q -t ext4 $W/ext4.img && mount -o loop $W/ext4.img $W/ext4 ||
+		{ fail "cannot make an O_DIRECT-capable filesystem"; return 1; }
+	truncate -s 64M $W/ext4/disk.img
+	truncate -s 16M $W/ro.img
+	l2 blk 180 --disk path=$W/ext4/disk.img,cache=none --disk path=$W/ro.img,readonly=on -- \
+		l2.ro=vdb l2.trim=1 l2.end=reboot
+	expect_no_fail blk && expect_status blk 0 && expect_out blk 'L2: vdb ro=1' &&
+		expect_out blk 'L2: vdb write refused' && expect_out blk 'L2: trimmed' &&
+		expect_out blk 'L2: disks=2' || { umount $W/ext4; return 1; }
+	grep -q 'cache=none' $W/blk.err || fail "cache=none not in effect"
+	local used=$(du -k $W/ext4/disk.img | cut -f1)
+	check_image $W/ext4/disk.img "$(l2_value blk f1)"
+	umount $W/ext4
+	# 8 MiB of f1 plus the journal and metadata; the 24 MiB file fstrim discarded is gone.
+	[ "$used" -lt $((20 * 1024)) ] || fail "the image still uses ${used} KiB after discard"
+}
+
+sc_blk_mmio() {
+	truncate -s 64M $W/disk.img
+	l2 blk 180 --disk path=$W/disk.img,transport=mmio -- l2.end=reboot
+	expect_no_fail blk && expect_status blk 0 && expect_out blk 'L2: disks=1' || return 1
+	check_image $W/disk.img "$(l2_value blk f1)"
+}
+
+# Root on a virtio-blk disk: the initramfs only loads Debian's modular virtio drivers, then
+# switch_root runs /sbin/init from the ext4 image.
+sc_rootfs() {
+	/sbin/mke2fs -q -t ext4 -d /l2/rootfs $W/root.img 64M || { fail "cannot build the root image"; return 1; }
+	l2 rootfs 120 --disk path=$W/root.img -- l2.root=/dev/vda
+	expect_no_fail rootfs && expect_status rootfs 0 &&
+		expect_out rootfs 'L2: root /dev/vda ext4 init=/bin/busybox'
+}
+
+# One rng on each transport; each must feed /dev/hwrng with incompressible bytes.
+sc_rng() {
+	l2 rng 90 --rng,transport=mmio --rng
+	expect_no_fail rng && expect_status rng 0 || return 1
+	[ "$(grep -c '^L2: rng virtio_rng' $W/rng.out)" = 2 ] || fail "the guest has not 2 virtio-rng devices"
+	local n
+	for n in $(sed -n 's/^L2: rng virtio_rng.* gz=\([0-9]*\).*/\1/p' $W/rng.out | tr -d '\r'); do
+		[ "$n" -gt 65000 ] || fail "64 KiB from a virtio-rng compressed to $n bytes"
+	done
+}
+
+# vmm_rss: minivmm's resident memory in KiB.
+vmm_rss() { sed -n 's/^VmRSS:\s*\([0-9]*\) kB/\1/p' /proc/$VMM_PID/status; }
+
+# wait_memfree NAME CMP KB: ask the guest for MemFree until it compares (-lt/-gt) with KB.
+wait_memfree() {
+	local i=0 v
+	while [ $i -lt 60 ]; do
+		send $1 'say "memfree=$(memfree)"'
+		sleep 0.5
+		v=$(l2_value $1 memfree)
+		[ -n "$v" ] && [ "$v" "$2" "$3" ] && return 0
+		i=$((i + 1))
+	done
+	fail "$1: guest MemFree stayed at $v kB (wanted $2 $3)"
+}
+
+sc_balloon() {
+	l2_start balloon 180 --memory 512M --balloon,transport=$1 --api-sock $W/api.sock -- x
+	wait_out balloon 'L2: WAITING' || return 1
+	local free0=$(l2_value balloon memfree) rss0=$(vmm_rss)
+	minivmm ctl --sock $W/api.sock balloon-set 256 >$W/ctl.log || fail "balloon-set 256"
+	wait_memfree balloon -lt $((free0 - 200 * 1024)) || return 1
+	local rss1=$(vmm_rss)
+	minivmm ctl --sock $W/api.sock status >$W/status.json
+	minivmm ctl --sock $W/api.sock balloon-set 0 >>$W/ctl.log || fail "balloon-set 0"
+	wait_memfree balloon -gt $((free0 - 50 * 1024)) || return 1
+	finish balloon
+	expect_status balloon 0 || return 1
+	[ "$rss1" -lt $((rss0 - 150 * 1024)) ] || fail "minivmm RSS ${rss0} -> ${rss1} kB after a 256 MiB inflate"
+	grep -q '"free-memory"' $W/status.json || { cat $W/status.json; fail "status shows no guest statistics"; }
+}
+sc_balloon_pci() { sc_balloon pci; }
+sc_balloon_mmio() { sc_balloon mmio; }
+
+# Pause and resume while the guest pings: it carries on; then shutdown ends minivmm (status 0).
+sc_control() {
+	taps mvt0 || return 1
+	l2_start ping 120 --net tap=mvt0 --api-sock $W/api.sock -- x
+	wait_out ping 'bytes from' || { untaps mvt0; return 1; }
+	minivmm ctl --sock $W/api.sock pause >$W/ctl.log || fail "pause"
+	local n0=$(grep -c 'bytes from' $W/ping.out)
+	minivmm ctl --sock $W/api.sock status >>$W/ctl.log
+	minivmm ctl --sock $W/api.sock resume >>$W/ctl.log || fail "resume"
+	local i=0
+	while [ "$(grep -c 'bytes from' $W/ping.out)" -lt $((n0 + 3)) ] && [ $i -lt 300 ]; do
+		sleep 0.1; i=$((i + 1))
+	done
+	[ $i -lt 300 ] || fail "no replies after resume"
+	minivmm ctl --sock $W/api.sock shutdown >>$W/ctl.log || fail "shutdown"
+	wait "$VMM_JOB"
+	exec 7>&-
+	untaps mvt0
+	grep -q paused $W/ctl.log || fail "status did not report the pause"
+	expect_status ping 0
+}
+
+# The probe's own tests in L1, where they take the hardware-KVM path (no PVM interface).
+sc_probe() {
+	local rc=0
+	timeout -s KILL 60 minivmm --kernel /probe/probe.bzImage --cpus 2 \
+		--cmdline "test=boot expect.cpus=2 expect.mem=256M" >$W/probe.out 2>$W/probe.err || rc=$?
+	echo $rc >$W/probe.rc
+	expect_status probe 0 && expect_out probe '^probe: PASS' || return 1
+	truncate -s 64M $W/disk.img
+	rc=0
+	timeout -s KILL 120 minivmm --kernel /probe/probe.elf --disk path=$W/disk.img,transport=mmio \
+		--rng --cmdline "test=blk blk.secs=1" >$W/probe.out 2>$W/probe.err || rc=$?
+	echo $rc >$W/probe.rc
+	expect_status probe 0 && expect_out probe '^probe: PASS'
+}
+
+ALL_SCENARIOS="console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe"
+
+run_all() {
+	local list=$(echo "${1:-}" | tr ',' ' ') t start rc
+	[ -z "$list" ] && list=$ALL_SCENARIOS
+	mkdir -p $W
+	for t in $list; do
+		start=$(date +%s)
+		LAST=$t
+		echo "@@ START $t"
+		if ( set -u; "sc_$t" ) && [ ! -f "$W/.failed" ]; then rc=PASS; else rc=FAIL; fi
+		# Whatever the scenario left behind, also on failure: VMMs, servers, taps, mounts.
+		killall -KILL minivmm 2>/dev/null
+		killall httpd 2>/dev/null
+		for n in /sys/class/net/mvt*; do [ -e "$n" ] && tunctl -d "$(basename "$n")" >/dev/null; done
+		grep " $W/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount "$m"; done
+		if [ $rc = FAIL ]; then
+			for f in "$W"/*.out; do
+				[ -f "$f" ] || continue
+				n=$(basename "$f" .out)
+				echo "--- $n: console (last 60 lines) ---"; tail -n 60 "$f"
+				echo "--- $n: minivmm stderr ---"; tail -n 30 "$W/$n.err"
+				echo "--- $n: exit status $(cat "$W/$n.rc" 2>/dev/null)"
+			done
+		fi
+		rm -rf "$W"/* "$W/.failed"
+		echo "@@ RESULT $t $rc $(($(date +%s) - start))s"
+	done
+}
