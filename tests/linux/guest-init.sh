@@ -126,11 +126,12 @@ user)
 	ip link set eth0 up
 	cat >/tmp/udhcpc.sh <<-'SCRIPT'
 	#!/bin/sh
-	[ "$1" = bound ] && ip addr add "$ip/${mask:-24}" dev "$interface" && echo "L2: dhcp $ip router $router"
+	[ "$1" = bound ] && ip addr add "$ip/${mask:-24}" dev "$interface" && echo "$ip router $router" >/tmp/lease
 	exit 0
 	SCRIPT
 	chmod +x /tmp/udhcpc.sh
 	udhcpc -q -n -f -t 5 -i eth0 -s /tmp/udhcpc.sh >/dev/null 2>&1 || say "FAIL no DHCP lease"
+	say "dhcp $(cat /tmp/lease)"
 	mkdir -p /tmp/www
 	echo HOSTFWD_OK >/tmp/www/hello
 	httpd -p 7777 -h /tmp/www

@@ -67,8 +67,8 @@ wait_out() {
 	done
 }
 
-# The value after "L2: KEY=" or "L2: KEY " on the console (last occurrence).
-l2_value() { sed -n "s/^L2: $2[= ]\([^ ]*\).*/\1/p" "$W/$1.out" | tr -d '\r' | tail -n 1; }
+# The value after "KEY=" or "KEY " in an "L2: " console line (last occurrence).
+l2_value() { sed -n "s/^L2: \(.* \)\{0,1\}$2[= ]\([^ ]*\).*/\2/p" "$W/$1.out" | tr -d '\r' | tail -n 1; }
 
 # finish NAME: power the guest off through its command loop and wait for minivmm to exit.
 finish() {
