@@ -37,6 +37,27 @@ static void signal_config(struct virtio_dev *d)
 
 static const struct virtio_transport_ops transport = {signal_queue, signal_config};
 
+#define STATUS_FEATURES_OK                                                                         \
+	(VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK)
+
+/* The driver's side of initialisation up to (not including) DRIVER_OK, as a transport would
+ * relay it; returns the status to add DRIVER_OK to. */
+static uint8_t driver_setup(void)
+{
+	virtio_dev_set_status(&dev, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	virtio_dev_set_driver_features(&dev, 0, 1u << VIRTIO_BALLOON_F_STATS_VQ);
+	virtio_dev_set_driver_features(&dev, 1, 1u << (VIRTIO_F_VERSION_1 - 32));
+	virtio_dev_set_status(&dev, STATUS_FEATURES_OK);
+	for (int q = 0; q < 3; q++) {
+		dev.vqs[q].size = QSIZE;
+		dev.vqs[q].desc_gpa = RING(q);
+		dev.vqs[q].avail_gpa = RING(q) + 0x1000;
+		dev.vqs[q].used_gpa = RING(q) + 0x2000;
+		virtio_dev_queue_ready(&dev, q, true);
+	}
+	return STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK;
+}
+
 static void setup(void)
 {
 	ram = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -49,21 +70,7 @@ static void setup(void)
 	dev.transport = &transport;
 	memset(avail_idx, 0, sizeof(avail_idx));
 	config_irqs = queue_irqs = 0;
-	/* The driver's side of initialisation, as a transport would relay it. */
-	virtio_dev_set_status(&dev, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
-	virtio_dev_set_driver_features(&dev, 0, 1u << VIRTIO_BALLOON_F_STATS_VQ);
-	virtio_dev_set_driver_features(&dev, 1, 1u << (VIRTIO_F_VERSION_1 - 32));
-	virtio_dev_set_status(&dev, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
-					VIRTIO_STATUS_FEATURES_OK);
-	for (int q = 0; q < 3; q++) {
-		dev.vqs[q].size = QSIZE;
-		dev.vqs[q].desc_gpa = RING(q);
-		dev.vqs[q].avail_gpa = RING(q) + 0x1000;
-		dev.vqs[q].used_gpa = RING(q) + 0x2000;
-		virtio_dev_queue_ready(&dev, q, true);
-	}
-	virtio_dev_set_status(&dev, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
-					VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK);
+	virtio_dev_set_status(&dev, driver_setup());
 	cr_assert(dev.status & VIRTIO_STATUS_DRIVER_OK);
 	cr_assert(!dev.broken);
 }
@@ -172,18 +179,7 @@ Test(balloon, config_space)
 Test(balloon, statistics_buffer_posted_before_driver_ok)
 {
 	virtio_dev_set_status(&dev, 0);
-	uint8_t st = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER;
-	virtio_dev_set_status(&dev, st);
-	virtio_dev_set_driver_features(&dev, 0, 1u << VIRTIO_BALLOON_F_STATS_VQ);
-	virtio_dev_set_driver_features(&dev, 1, 1u << (VIRTIO_F_VERSION_1 - 32));
-	virtio_dev_set_status(&dev, st |= VIRTIO_STATUS_FEATURES_OK);
-	for (int q = 0; q < 3; q++) {
-		dev.vqs[q].size = QSIZE;
-		dev.vqs[q].desc_gpa = RING(q);
-		dev.vqs[q].avail_gpa = RING(q) + 0x1000;
-		dev.vqs[q].used_gpa = RING(q) + 0x2000;
-		virtio_dev_queue_ready(&dev, q, true);
-	}
+	uint8_t st = driver_setup();
 	uint8_t entry[10] = {4}; /* free memory */
 	uint64_t free_mem = 4242;
 	memcpy(entry + 2, &free_mem, 8);
@@ -193,7 +189,7 @@ Test(balloon, statistics_buffer_posted_before_driver_ok)
 	struct balloon_info bi;
 	virtio_balloon_get_info(b, &bi);
 	cr_assert_eq(bi.stats_updates, 0, "a kick before DRIVER_OK is not served at once");
-	virtio_dev_set_status(&dev, st | VIRTIO_STATUS_DRIVER_OK);
+	virtio_dev_set_status(&dev, st);
 	event_loop_run_once(&loop, 0); /* the I/O thread's turn */
 	virtio_balloon_get_info(b, &bi);
 	cr_assert_eq(bi.stats_updates, 1, "served once the driver is ready");
