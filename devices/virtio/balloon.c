@@ -1,5 +1,6 @@
 #include "balloon.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,11 +27,22 @@
 /* Fresh statistics are asked for this often while the driver answers. */
 #define STATS_INTERVAL_NS 1000000000ULL
 #define STAT_ENTRY_SIZE	  10 /* le16 tag, le64 value, packed */
+/* Entries read from one statistics buffer; the rest is ignored (there are 10 tags today). */
+#define STATS_MAX_ENTRIES 64
+/* Largest inflate/deflate buffer taken: Linux sends at most 256 PFNs (1 KiB) at a time; a
+ * bigger one (a chain may describe 4 GiB) is a protocol violation, not work to do. */
+#define PFN_BUFFER_MAX 4096
+/* PFNs handled per pass over the queues before the I/O thread looks at other work; the
+ * device lock, which vCPUs need for transport registers, is held for one pass. */
+#define PASS_PFNS 8192
+#define PFN_NONE  UINT32_MAX /* 16 TiB: beyond any guest's RAM (1 TiB at most) */
 
 struct virtio_balloon {
 	struct virtio_dev *dev;
 	struct guest_mem *mem;
 	struct virtq_elem *elem;
+	uint32_t *pfns;	    /* PFN_BUFFER_MAX entries: one buffer, copied out of guest memory */
+	unsigned pass_pfns; /* PFNs handled in the current pass */
 	struct bottom_half more; /* continue a long ring drain */
 	struct event_timer stats_timer;
 	bool stats_timer_ok;
@@ -69,24 +81,18 @@ static void release(struct virtio_balloon *b, uint8_t *start, size_t len)
 	}
 }
 
-/* Per-page work on a batch of PFNs; adjacent pages are released as one range. */
-struct pfn_batch {
-	uint8_t *start;
-	size_t len;
-};
-
-static void pfn_one(struct virtio_balloon *b, uint32_t pfn, bool inflate, struct pfn_batch *r)
+/* Record one PFN in the bitmap and counters; returns its host address when it is a page of
+ * guest RAM (to release), NULL otherwise. b->lock held. */
+static uint8_t *pfn_account(struct virtio_balloon *b, uint32_t pfn, bool inflate)
 {
 	uint8_t *p = guest_mem_ptr(b->mem, (uint64_t)pfn * BALLOON_PAGE_SIZE, BALLOON_PAGE_SIZE);
-	pthread_mutex_lock(&b->lock);
 	if (inflate)
 		b->info.inflate_pfns++;
 	else
 		b->info.deflate_pfns++;
 	if (!p) {
 		b->info.invalid_pfns++;
-		pthread_mutex_unlock(&b->lock);
-		return;
+		return NULL;
 	}
 	uint64_t page = (uint64_t)(p - b->mem->mapping) / BALLOON_PAGE_SIZE;
 	uint8_t bit = (uint8_t)(1u << (page % 8));
@@ -98,49 +104,72 @@ static void pfn_one(struct virtio_balloon *b, uint32_t pfn, bool inflate, struct
 		b->inflated[page / 8] &= (uint8_t)~bit;
 		b->info.inflated_pages--;
 	}
-	pthread_mutex_unlock(&b->lock);
-	/* Released again even if already inflated: harmless, and the guest may have touched it. */
-	if (!inflate)
-		return;
-	if (r->start && r->start + r->len == p) {
-		r->len += BALLOON_PAGE_SIZE;
-		return;
-	}
-	release(b, r->start, r->len);
-	r->start = p;
-	r->len = BALLOON_PAGE_SIZE;
+	return p;
 }
 
-/* One inflate or deflate buffer: an array of le32 PFNs, possibly split across descriptors. */
-static int pfn_buffer(struct virtio_balloon *b, bool inflate)
+/* Copy len bytes starting at the beginning of the chain's readable buffers into dst. */
+static void copy_out(const struct virtq_elem *e, uint8_t *dst, size_t len)
+{
+	size_t done = 0;
+	for (unsigned i = 0; i < e->out_num && done < len; i++) {
+		size_t n = e->out[i].iov_len < len - done ? e->out[i].iov_len : len - done;
+		memcpy(dst + done, e->out[i].iov_base, n);
+		done += n;
+	}
+}
+
+/* One inflate or deflate buffer: an array of le32 PFNs, possibly split across descriptors.
+ * Copied out once (the guest may rewrite it meanwhile), accounted under b->lock, then the
+ * inflated pages are released outside it, adjacent pages as one range. */
+static const char *pfn_buffer(struct virtio_balloon *b, bool inflate)
 {
 	struct virtq_elem *e = b->elem;
 	if (e->out_len % 4)
-		return -1;
-	struct pfn_batch r = {0};
-	uint8_t part[4];
-	unsigned have = 0;
-	for (unsigned i = 0; i < e->out_num; i++) {
-		const uint8_t *s = e->out[i].iov_base;
-		for (size_t k = 0; k < e->out[i].iov_len; k++) {
-			part[have++] = s[k];
-			if (have < 4)
-				continue;
-			have = 0;
-			uint32_t pfn = (uint32_t)part[0] | (uint32_t)part[1] << 8 |
-				       (uint32_t)part[2] << 16 | (uint32_t)part[3] << 24;
-			pfn_one(b, pfn, inflate, &r);
-		}
+		return "balloon PFN buffer is not a multiple of 4 bytes";
+	if (e->out_len > PFN_BUFFER_MAX * 4)
+		return "balloon PFN buffer holds more than 4096 PFNs";
+	unsigned n = (unsigned)(e->out_len / 4);
+	copy_out(e, (uint8_t *)b->pfns, e->out_len);
+	pthread_mutex_lock(&b->lock);
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t pfn = le32toh(b->pfns[i]);
+		uint8_t *p = pfn_account(b, pfn, inflate);
+		/* Reuse the slot for what to release; no page of RAM has PFN_NONE. */
+		b->pfns[i] = inflate && p ? pfn : PFN_NONE;
 	}
-	release(b, r.start, r.len);
-	return 0;
+	pthread_mutex_unlock(&b->lock);
+	b->pass_pfns += n;
+	if (!inflate)
+		return NULL;
+	/* Released again even if already inflated: harmless, and the guest may have touched it. */
+	uint8_t *start = NULL;
+	size_t len = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (b->pfns[i] == PFN_NONE)
+			continue;
+		uint8_t *p = guest_mem_ptr(b->mem, (uint64_t)b->pfns[i] * BALLOON_PAGE_SIZE,
+					   BALLOON_PAGE_SIZE);
+		if (start && start + len == p) {
+			len += BALLOON_PAGE_SIZE;
+			continue;
+		}
+		release(b, start, len);
+		start = p;
+		len = BALLOON_PAGE_SIZE;
+	}
+	release(b, start, len);
+	return NULL;
 }
 
 /* Free page reporting: every buffer is a free range of guest RAM (already checked to lie in
- * RAM by virtqueue_pop); release the whole pages inside it. */
-static void report_buffer(struct virtio_balloon *b)
+ * RAM by virtqueue_pop); release the whole pages inside it. A report larger than guest RAM
+ * (one range described over and over) is refused before any work is done. */
+static const char *report_buffer(struct virtio_balloon *b)
 {
 	struct virtq_elem *e = b->elem;
+	if (e->in_len + e->out_len > b->mem->ram_size)
+		return "free page report larger than guest RAM";
+	uint64_t reported = 0;
 	for (unsigned k = 0; k < e->in_num + e->out_num; k++) {
 		const struct iovec *iov = k < e->in_num ? &e->in[k] : &e->out[k - e->in_num];
 		uintptr_t s = (uintptr_t)iov->iov_base, end = s + iov->iov_len;
@@ -149,41 +178,42 @@ static void report_buffer(struct virtio_balloon *b)
 		if (hi <= lo)
 			continue;
 		release(b, (uint8_t *)lo, hi - lo);
-		pthread_mutex_lock(&b->lock);
-		b->info.reported_bytes += hi - lo;
-		pthread_mutex_unlock(&b->lock);
+		reported += hi - lo;
 	}
+	b->pass_pfns += (unsigned)(reported / BALLOON_PAGE_SIZE);
+	pthread_mutex_lock(&b->lock);
+	b->info.reported_bytes += reported;
+	pthread_mutex_unlock(&b->lock);
+	return NULL;
 }
 
-/* Statistics: keep the latest values; hold the buffer until we want fresh ones. */
+/* Statistics: keep the latest values; hold the buffer until we want fresh ones. The first
+ * STATS_MAX_ENTRIES entries are copied out and parsed; b->lock (which vCPUs reading the config
+ * space take) is held only to store them. */
 static void stats_buffer(struct virtio_balloon *b)
 {
 	struct virtq_elem *e = b->elem;
-	uint8_t entry[STAT_ENTRY_SIZE];
-	unsigned have = 0;
+	uint8_t raw[STATS_MAX_ENTRIES * STAT_ENTRY_SIZE];
+	size_t len = e->out_len < sizeof(raw) ? e->out_len : sizeof(raw);
+	copy_out(e, raw, len);
 	pthread_mutex_lock(&b->lock);
-	for (unsigned i = 0; i < e->out_num; i++) {
-		const uint8_t *s = e->out[i].iov_base;
-		for (size_t k = 0; k < e->out[i].iov_len; k++) {
-			entry[have++] = s[k];
-			if (have < STAT_ENTRY_SIZE)
-				continue;
-			have = 0;
-			unsigned tag = (unsigned)entry[0] | (unsigned)entry[1] << 8;
-			uint64_t val = 0;
-			for (int j = 7; j >= 0; j--)
-				val = val << 8 | entry[2 + j];
-			if (tag < BALLOON_NR_STATS) { /* unknown tags are ignored (5.5.6.3) */
-				b->info.stats[tag] = val;
-				b->info.stats_valid |= 1u << tag;
-			}
+	for (size_t at = 0; at + STAT_ENTRY_SIZE <= len; at += STAT_ENTRY_SIZE) {
+		const uint8_t *entry = raw + at;
+		unsigned tag = (unsigned)entry[0] | (unsigned)entry[1] << 8;
+		uint64_t val = 0;
+		for (int j = 7; j >= 0; j--)
+			val = val << 8 | entry[2 + j];
+		if (tag < BALLOON_NR_STATS) { /* unknown tags are ignored (5.5.6.3) */
+			b->info.stats[tag] = val;
+			b->info.stats_valid |= 1u << tag;
 		}
 	}
 	b->info.stats_updates++;
 	pthread_mutex_unlock(&b->lock);
 }
 
-/* Serve at most one ring's worth per queue per call; a bottom half continues. */
+/* Serve at most one ring's worth per queue, and PASS_PFNS pages, per call; a bottom half
+ * continues. */
 static void process(struct virtio_balloon *b, int q)
 {
 	struct virtio_dev *dev = b->dev;
@@ -192,7 +222,7 @@ static void process(struct virtio_balloon *b, int q)
 	bool pushed = false;
 	if (q != Q_DEFLATE)
 		guest_mem_stop_populate(b->mem); /* never fault released pages back in */
-	for (unsigned n = 0; n < vq->size; n++) {
+	for (unsigned n = 0; n < vq->size && b->pass_pfns < PASS_PFNS; n++) {
 		if (q == Q_STATS && b->stats_held)
 			break; /* the driver has one stats buffer in flight at a time */
 		int rc = virtqueue_pop(vq, b->elem, err, sizeof(err));
@@ -210,11 +240,10 @@ static void process(struct virtio_balloon *b, int q)
 				event_timer_arm(&b->stats_timer, STATS_INTERVAL_NS);
 			continue;
 		}
-		if (q == Q_REPORTING) {
-			report_buffer(b);
-		} else if (pfn_buffer(b, q == Q_INFLATE)) {
-			virtio_dev_mark_broken(dev,
-					       "balloon PFN buffer is not a multiple of 4 bytes");
+		const char *bad =
+		    q == Q_REPORTING ? report_buffer(b) : pfn_buffer(b, q == Q_INFLATE);
+		if (bad) {
+			virtio_dev_mark_broken(dev, bad);
 			return;
 		}
 		virtqueue_push(vq, b->elem->head, 0);
@@ -229,13 +258,14 @@ static void process(struct virtio_balloon *b, int q)
 static void queue_notify(struct virtio_dev *dev, int q)
 {
 	struct virtio_balloon *b = dev->priv;
+	b->pass_pfns = 0;
 	if (q >= 0 && q < dev->ops->nr_queues)
 		process(b, q);
 }
 
 static bool live(struct virtio_dev *dev)
 {
-	return !dev->broken && (dev->status & VIRTIO_STATUS_DRIVER_OK);
+	return virtio_dev_live(dev);
 }
 
 static void continue_drain(void *opaque)
@@ -243,6 +273,7 @@ static void continue_drain(void *opaque)
 	struct virtio_balloon *b = opaque;
 	struct virtio_dev *dev = b->dev;
 	pthread_mutex_lock(&dev->lock);
+	b->pass_pfns = 0;
 	for (int q = 0; q < dev->ops->nr_queues && live(dev); q++)
 		if (dev->vqs[q].desc)
 			process(b, q);
@@ -339,9 +370,10 @@ struct virtio_balloon *virtio_balloon_create(struct virtio_dev *dev, struct gues
 	if (!b)
 		goto oom;
 	b->elem = malloc(sizeof(*b->elem));
+	b->pfns = malloc(PFN_BUFFER_MAX * sizeof(*b->pfns));
 	b->nr_pages = mem->ram_size / BALLOON_PAGE_SIZE;
 	b->inflated = calloc(1, (size_t)((b->nr_pages + 7) / 8));
-	if (!b->elem || !b->inflated)
+	if (!b->elem || !b->pfns || !b->inflated)
 		goto oom;
 	b->dev = dev;
 	b->mem = mem;
@@ -357,6 +389,7 @@ struct virtio_balloon *virtio_balloon_create(struct virtio_dev *dev, struct gues
 oom:
 	if (b) {
 		free(b->elem);
+		free(b->pfns);
 		free(b->inflated);
 	}
 	free(b);
@@ -372,6 +405,7 @@ void virtio_balloon_destroy(struct virtio_balloon *b)
 		event_timer_destroy(b->dev->loop, &b->stats_timer);
 	pthread_mutex_destroy(&b->lock);
 	free(b->inflated);
+	free(b->pfns);
 	free(b->elem);
 	free(b);
 }

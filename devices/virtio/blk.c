@@ -208,8 +208,7 @@ static bool in_range(const struct virtio_blk *blk, uint64_t sector, uint64_t byt
 static bool live(const struct virtio_blk *blk)
 {
 	const struct virtio_dev *dev = blk->dev;
-	return !blk->dropping && !dev->broken && (dev->status & VIRTIO_STATUS_DRIVER_OK) &&
-	       dev->vqs[0].used;
+	return !blk->dropping && virtio_dev_live(dev) && dev->vqs[0].used;
 }
 
 /* Finish a request that needs no I/O. */

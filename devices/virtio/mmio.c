@@ -72,12 +72,18 @@ static const struct virtio_transport_ops mmio_transport_ops = {
     .signal_config = signal_config,
 };
 
-/* The selected queue, or NULL when the driver selected one that does not exist. */
+/* The selected queue's number, or -1 when the driver selected one that does not exist. Read
+ * once: another vCPU may write QueueSel between a bounds check and a second load. */
+static int selected_index(struct virtio_mmio *t)
+{
+	uint32_t sel = __atomic_load_n(&t->queue_sel, __ATOMIC_RELAXED);
+	return sel < (uint32_t)t->dev->ops->nr_queues ? (int)sel : -1;
+}
+
 static struct virtqueue *selected_queue(struct virtio_mmio *t)
 {
-	if (t->queue_sel >= (uint32_t)t->dev->ops->nr_queues)
-		return NULL;
-	return &t->dev->vqs[t->queue_sel];
+	int q = selected_index(t);
+	return q < 0 ? NULL : &t->dev->vqs[q];
 }
 
 static uint32_t read_reg(struct virtio_mmio *t, uint64_t offset)
@@ -113,18 +119,12 @@ static uint32_t read_reg(struct virtio_mmio *t, uint64_t offset)
 	}
 }
 
-enum ring_part { RING_DESC, RING_DRIVER, RING_DEVICE };
-
-static void set_queue_addr(struct virtio_mmio *t, enum ring_part part, bool high, uint32_t v)
+/* A ring address half: QueueDescLow/High and the like. Stored under the device's lock. */
+static void set_queue_addr(struct virtio_mmio *t, enum virtio_ring_part part, bool high, uint32_t v)
 {
-	struct virtqueue *vq = selected_queue(t);
-	/* Ring addresses are frozen while the queue is live. */
-	if (!vq || vq->ready)
-		return;
-	uint64_t *addr = part == RING_DESC     ? &vq->desc_gpa
-			 : part == RING_DRIVER ? &vq->avail_gpa
-					       : &vq->used_gpa;
-	*addr = high ? (*addr & 0xffffffffULL) | ((uint64_t)v << 32) : (*addr & ~0xffffffffULL) | v;
+	int q = selected_index(t);
+	if (q >= 0)
+		virtio_dev_set_queue_addr(t->dev, q, part, high ? 32 : 0, 32, v);
 }
 
 static void write_reg(struct virtio_mmio *t, uint64_t offset, uint32_t v)
@@ -141,19 +141,20 @@ static void write_reg(struct virtio_mmio *t, uint64_t offset, uint32_t v)
 		t->driver_features_sel = v;
 		break;
 	case REG_QUEUE_SEL:
-		t->queue_sel = v;
+		__atomic_store_n(&t->queue_sel, v, __ATOMIC_RELAXED);
 		break;
 	case REG_QUEUE_NUM: {
-		struct virtqueue *vq = selected_queue(t);
-		/* Checked (power of two, <= max) when the queue is enabled. */
-		if (vq && !vq->ready)
-			vq->size = v > 0xffff ? 0 : (uint16_t)v;
+		int q = selected_index(t);
+		if (q >= 0)
+			virtio_dev_set_queue_size(dev, q, v);
 		break;
 	}
-	case REG_QUEUE_READY:
-		if (selected_queue(t))
-			virtio_dev_queue_ready(dev, (int)t->queue_sel, v == 1);
+	case REG_QUEUE_READY: {
+		int q = selected_index(t);
+		if (q >= 0)
+			virtio_dev_queue_ready(dev, q, v == 1);
 		break;
+	}
 	case REG_QUEUE_NOTIFY:
 		/* Only reached when the ioeventfd is missing: hand the kick to the I/O thread. */
 		if (v < (uint32_t)dev->ops->nr_queues && t->notify_fd[v] >= 0) {
@@ -169,25 +170,28 @@ static void write_reg(struct virtio_mmio *t, uint64_t offset, uint32_t v)
 		virtio_dev_set_status(dev, (uint8_t)v);
 		if (v == 0) {
 			__atomic_store_n(&t->interrupt_status, 0, __ATOMIC_SEQ_CST);
-			t->queue_sel = t->device_features_sel = t->driver_features_sel = 0;
+			__atomic_store_n(&t->queue_sel, 0, __ATOMIC_RELAXED);
+			t->device_features_sel = t->driver_features_sel = 0;
 		}
 		break;
 	case REG_QUEUE_DESC_LOW:
 	case REG_QUEUE_DESC_HIGH:
-		set_queue_addr(t, RING_DESC, offset == REG_QUEUE_DESC_HIGH, v);
+		set_queue_addr(t, VIRTIO_RING_DESC, offset == REG_QUEUE_DESC_HIGH, v);
 		break;
 	case REG_QUEUE_DRIVER_LOW:
 	case REG_QUEUE_DRIVER_HIGH:
-		set_queue_addr(t, RING_DRIVER, offset == REG_QUEUE_DRIVER_HIGH, v);
+		set_queue_addr(t, VIRTIO_RING_DRIVER, offset == REG_QUEUE_DRIVER_HIGH, v);
 		break;
 	case REG_QUEUE_DEVICE_LOW:
 	case REG_QUEUE_DEVICE_HIGH:
-		set_queue_addr(t, RING_DEVICE, offset == REG_QUEUE_DEVICE_HIGH, v);
+		set_queue_addr(t, VIRTIO_RING_DEVICE, offset == REG_QUEUE_DEVICE_HIGH, v);
 		break;
-	case REG_QUEUE_RESET:
-		if (v == 1 && selected_queue(t))
-			virtio_dev_queue_ready(dev, (int)t->queue_sel, false);
+	case REG_QUEUE_RESET: {
+		int q = selected_index(t);
+		if (v == 1 && q >= 0)
+			virtio_dev_queue_ready(dev, q, false);
 		break;
+	}
 	default:
 		break; /* read-only or unknown: ignored */
 	}

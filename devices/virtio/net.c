@@ -36,6 +36,16 @@
 
 #define VIRTIO_NET_S_LINK_UP 1
 
+/* struct virtio_net_hdr_v1 fields the driver fills on transmit (virtio 1.2, 5.1.6). */
+#define HDR_FLAGS		    0
+#define HDR_GSO_TYPE		    1
+#define VIRTIO_NET_HDR_F_NEEDS_CSUM 1
+#define VIRTIO_NET_HDR_GSO_NONE	    0
+#define VIRTIO_NET_HDR_GSO_TCPV4    1
+#define VIRTIO_NET_HDR_GSO_TCPV6    4
+#define VIRTIO_NET_HDR_GSO_UDP_L4   5
+#define VIRTIO_NET_HDR_GSO_ECN	    0x80
+
 #define RX_QUEUE       0
 #define TX_QUEUE       1
 #define NET_QUEUE_SIZE 256
@@ -65,6 +75,10 @@ struct virtio_net {
 	struct net_backend *backend;
 	struct virtio_net_config_space config;
 	struct virtq_elem *elem; /* one chain at a time; allocated once */
+	/* A transmitted frame as the backend gets it: our copy of the header, then the guest's
+	 * buffers, so the header checked is the header sent. */
+	uint8_t tx_hdr[NET_HDR_LEN];
+	struct iovec *tx_iov; /* VIRTQ_MAX_SIZE + 1 entries */
 	uint8_t *rx_buf;
 	ssize_t rx_pending; /* bytes of a frame read from the backend and not yet delivered */
 	bool rx_enabled;
@@ -77,10 +91,57 @@ struct virtio_net {
 
 static bool live(const struct virtio_net *n)
 {
-	return !n->dev->broken && (n->dev->status & VIRTIO_STATUS_DRIVER_OK);
+	return virtio_dev_live(n->dev);
 }
 
 /* ---- transmit ---- */
+
+/* Offloads a transmit header asks for must have been negotiated: a driver cannot hand the
+ * backend (the host kernel, for a tap) checksum or segmentation work it never agreed on. */
+static bool tx_header_allowed(const struct virtio_dev *dev, const uint8_t *hdr)
+{
+	uint8_t flags = hdr[HDR_FLAGS], gso = hdr[HDR_GSO_TYPE];
+	if (flags & ~VIRTIO_NET_HDR_F_NEEDS_CSUM) /* DATA_VALID, RSC_INFO: receive only */
+		return false;
+	if ((flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) &&
+	    !virtio_dev_has_feature(dev, VIRTIO_NET_F_CSUM))
+		return false;
+	if ((gso & VIRTIO_NET_HDR_GSO_ECN) && !virtio_dev_has_feature(dev, VIRTIO_NET_F_HOST_ECN))
+		return false;
+	switch (gso & (uint8_t)~VIRTIO_NET_HDR_GSO_ECN) {
+	case VIRTIO_NET_HDR_GSO_NONE:
+		return !(gso & VIRTIO_NET_HDR_GSO_ECN);
+	case VIRTIO_NET_HDR_GSO_TCPV4:
+		return virtio_dev_has_feature(dev, VIRTIO_NET_F_HOST_TSO4);
+	case VIRTIO_NET_HDR_GSO_TCPV6:
+		return virtio_dev_has_feature(dev, VIRTIO_NET_F_HOST_TSO6);
+	case VIRTIO_NET_HDR_GSO_UDP_L4:
+		return virtio_dev_has_feature(dev, VIRTIO_NET_F_HOST_USO);
+	default:
+		return false; /* UFO and unknown types are never offered */
+	}
+}
+
+/* Build n->tx_iov from the popped chain: header copied out of guest memory, then the rest.
+ * Returns the iovec count. elem->out_len >= NET_HDR_LEN. */
+static int tx_build_iov(struct virtio_net *n)
+{
+	const struct virtq_elem *e = n->elem;
+	size_t skip = NET_HDR_LEN, got = 0;
+	int cnt = 1;
+	for (unsigned i = 0; i < e->out_num; i++) {
+		const uint8_t *base = e->out[i].iov_base;
+		size_t len = e->out[i].iov_len;
+		size_t take = len < skip ? len : skip;
+		memcpy(n->tx_hdr + got, base, take);
+		got += take;
+		skip -= take;
+		if (len > take)
+			n->tx_iov[cnt++] = (struct iovec){(void *)(base + take), len - take};
+	}
+	n->tx_iov[0] = (struct iovec){n->tx_hdr, NET_HDR_LEN};
+	return cnt;
+}
 
 /* Send up to burst frames; returns how many chains were completed. dev->lock held. */
 static unsigned tx_flush(struct virtio_net *n, unsigned burst, bool *more)
@@ -104,7 +165,10 @@ static unsigned tx_flush(struct virtio_net *n, unsigned burst, bool *more)
 					       "transmit chain shorter than the virtio-net header");
 			return done;
 		}
-		rc = n->backend->ops->send(n->backend, n->elem->out, (int)n->elem->out_num);
+		int cnt = tx_build_iov(n);
+		rc = tx_header_allowed(dev, n->tx_hdr)
+			 ? n->backend->ops->send(n->backend, n->tx_iov, cnt)
+			 : -EPROTO;
 		if (rc == -EAGAIN) {
 			/* Keep the frame: it goes first when the backend has room again. */
 			virtqueue_unpop(vq);
@@ -331,6 +395,8 @@ static void rx_bh_run(void *opaque)
 	pthread_mutex_lock(&n->dev->lock);
 	if (live(n))
 		rx_process(n);
+	else
+		set_rx_enabled(n, false); /* the backend would report the frame forever: stop */
 	pthread_mutex_unlock(&n->dev->lock);
 }
 
@@ -436,6 +502,21 @@ static uint64_t offered_features(const struct virtio_net *n)
 
 /* ---- creation and options ---- */
 
+/* Locally administered, unique per device in this VM: 52:54:00:12:xx:xx with the device's
+ * index (the number ending its label, "virtio-net12") added to 0x3456. */
+void virtio_net_default_mac(const char *label, uint8_t mac[6])
+{
+	size_t end = strlen(label), start = end;
+	while (start > 0 && label[start - 1] >= '0' && label[start - 1] <= '9')
+		start--;
+	unsigned index = 0;
+	for (size_t i = start; i < end && index < 0x10000; i++)
+		index = index * 10 + (unsigned)(label[i] - '0');
+	unsigned low = (0x3456 + index) & 0xffff;
+	const uint8_t m[6] = {0x52, 0x54, 0x00, 0x12, (uint8_t)(low >> 8), (uint8_t)low};
+	memcpy(mac, m, 6);
+}
+
 static void virtio_net_free(struct virtio_net *n)
 {
 	if (!n)
@@ -445,6 +526,7 @@ static void virtio_net_free(struct virtio_net *n)
 	if (n->tx_timer.src.fn)
 		event_timer_destroy(n->loop, &n->tx_timer);
 	free(n->elem);
+	free(n->tx_iov);
 	free(n->rx_buf);
 	free(n);
 }
@@ -462,8 +544,9 @@ struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *m
 	n->loop = loop;
 	n->cfg = *cfg;
 	n->elem = malloc(sizeof(*n->elem));
+	n->tx_iov = calloc(VIRTQ_MAX_SIZE + 1, sizeof(*n->tx_iov));
 	n->rx_buf = malloc(RX_BUF_SIZE);
-	if (!n->elem || !n->rx_buf) {
+	if (!n->elem || !n->tx_iov || !n->rx_buf) {
 		log_error("%s: out of memory", label);
 		virtio_net_free(n);
 		return NULL;
@@ -486,12 +569,8 @@ struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *m
 		return NULL;
 	}
 	memcpy(n->config.mac, cfg->mac, 6);
-	if (!cfg->mac_set) {
-		/* Locally administered, unique per device in this VM. */
-		static const uint8_t base[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
-		memcpy(n->config.mac, base, 6);
-		n->config.mac[5] = (uint8_t)(base[5] + (label[strlen(label) - 1] - '0'));
-	}
+	if (!cfg->mac_set)
+		virtio_net_default_mac(label, n->config.mac);
 	n->config.status = VIRTIO_NET_S_LINK_UP;
 	n->config.max_virtqueue_pairs = 1;
 	n->config.mtu = NET_MTU;

@@ -52,6 +52,9 @@ struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *m
 				     const char *label, virtio_net_open_fn open_backend);
 void virtio_net_destroy(struct virtio_net *n);
 
+/* The MAC a device gets without mac=: 52:54:00:12:34:56 plus the index ending its label. */
+void virtio_net_default_mac(const char *label, uint8_t mac[6]);
+
 struct virtio_net_stats {
 	uint64_t tx_packets, tx_bytes, tx_dropped, rx_packets, rx_bytes, rx_dropped;
 };

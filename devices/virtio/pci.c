@@ -183,34 +183,15 @@ static void transport_reset(struct virtio_pci *vp)
 	pthread_mutex_unlock(&vp->lock);
 }
 
-/* A 64-bit queue address field, written whole or as 32-bit halves; ignored once enabled. */
+/* A 64-bit queue address field, written whole or as 32-bit halves. */
 static void write_queue_addr(struct virtio_pci *vp, int q, uint32_t field, uint64_t off,
 			     uint32_t len, uint64_t v)
 {
-	struct virtqueue *vq = &vp->dev->vqs[q];
-	uint64_t *p = field == VIRTIO_PCI_COMMON_Q_DESC	    ? &vq->desc_gpa
-		      : field == VIRTIO_PCI_COMMON_Q_DRIVER ? &vq->avail_gpa
-							    : &vq->used_gpa;
-	pthread_mutex_lock(&vp->dev->lock);
-	if (!vq->ready) {
-		if (len == 8)
-			*p = v;
-		else if (off == field)
-			*p = (*p & 0xffffffff00000000ULL) | (uint32_t)v;
-		else
-			*p = (*p & 0xffffffffULL) | (v << 32);
-	}
-	pthread_mutex_unlock(&vp->dev->lock);
-}
-
-static void set_queue_size(struct virtio_pci *vp, int q, uint64_t v)
-{
-	struct virtio_dev *dev = vp->dev;
-	pthread_mutex_lock(&dev->lock);
-	/* A power of two no larger than the maximum; anything else is ignored. */
-	if (!dev->vqs[q].ready && v && !(v & (v - 1)) && v <= dev->ops->max_queue_size)
-		dev->vqs[q].size = (uint16_t)v;
-	pthread_mutex_unlock(&dev->lock);
+	enum virtio_ring_part part = field == VIRTIO_PCI_COMMON_Q_DESC	   ? VIRTIO_RING_DESC
+				     : field == VIRTIO_PCI_COMMON_Q_DRIVER ? VIRTIO_RING_DRIVER
+									   : VIRTIO_RING_DEVICE;
+	unsigned shift = len == 8 || off == field ? 0 : 32;
+	virtio_dev_set_queue_addr(vp->dev, q, part, shift, len * 8, v);
 }
 
 /* Width each field must be written with; 64-bit fields also take 32-bit halves. */
@@ -286,7 +267,7 @@ static void common_write(struct virtio_pci *vp, uint64_t off, const uint8_t *dat
 		break;
 	case VIRTIO_PCI_COMMON_Q_SIZE:
 		if (queue)
-			set_queue_size(vp, q, v);
+			virtio_dev_set_queue_size(dev, q, (uint32_t)v);
 		break;
 	case VIRTIO_PCI_COMMON_Q_ENABLE:
 		/* Only 1 means anything: the driver must not write 0 (4.1.4.3.2). */
@@ -467,6 +448,9 @@ static void config_written(struct pci_device *d, uint32_t offset, uint32_t len)
 	uint16_t flags = (uint16_t)pci_cfg_get(d, vp->msix_cap + PCI_MSIX_FLAGS, 2);
 	(void)offset;
 	(void)len;
+	/* Bus mastering gates the device's access to guest memory (the device lock is taken
+	 * under the bus lock, never the other way round). */
+	virtio_dev_set_dma_enabled(vp->dev, cmd & PCI_COMMAND_MASTER);
 	pthread_mutex_lock(&vp->lock);
 	vp->intx_disabled = cmd & PCI_COMMAND_INTX_DISABLE;
 	vp->msix_enabled = flags & PCI_MSIX_FLAGS_ENABLE;
@@ -619,6 +603,7 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev,
 	vp->dev = dev;
 	vp->host = *host;
 	vp->nr_vectors = ops->nr_queues + 1;
+	dev->dma_enabled = false; /* until the guest sets Bus Master Enable */
 	for (int i = 0; i < VIRTIO_PCI_MAX_VECTORS; i++)
 		vp->vec[i] = (struct virtio_pci_vector){.gsi = -1, .fd = -1};
 	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++)

@@ -13,6 +13,12 @@
 #include "vmm/log.h"
 
 #define RNG_QUEUE_SIZE 256
+/* Bytes served per request: a chain may describe up to 4 GiB of buffers (aliasing one page
+ * over and over), and Linux asks for 64 bytes at a time. The device may write less than the
+ * buffers hold (virtio 1.2, 5.4.6.2). */
+#define RNG_MAX_CHAIN_BYTES (64u << 10)
+/* Bytes served per pass over the ring before the I/O thread looks at other work. */
+#define RNG_PASS_BYTES (256u << 10)
 
 struct virtio_rng {
 	struct virtio_dev *dev;
@@ -21,12 +27,12 @@ struct virtio_rng {
 	uint64_t bytes;
 };
 
-/* Fill one iovec from getrandom(); returns the bytes written. */
-static size_t fill(struct iovec *iov)
+/* Fill up to max bytes of one iovec from getrandom(); returns the bytes written. */
+static size_t fill(struct iovec *iov, size_t max)
 {
-	size_t done = 0;
-	while (done < iov->iov_len) {
-		ssize_t n = getrandom((uint8_t *)iov->iov_base + done, iov->iov_len - done, 0);
+	size_t done = 0, want = iov->iov_len < max ? iov->iov_len : max;
+	while (done < want) {
+		ssize_t n = getrandom((uint8_t *)iov->iov_base + done, want - done, 0);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -37,8 +43,9 @@ static size_t fill(struct iovec *iov)
 	return done;
 }
 
-/* Serve at most one ring's worth of requests per call, so one guest cannot monopolise the I/O
- * thread; what is left is picked up by a bottom half. Called with dev->lock held. */
+/* Serve at most one ring's worth of requests, and RNG_PASS_BYTES, per call, so one guest cannot
+ * monopolise the I/O thread (or hold dev->lock, which its vCPUs need, for long); what is left is
+ * picked up by a bottom half. Called with dev->lock held. */
 static void process_queue(struct virtio_rng *rng)
 {
 	struct virtio_dev *dev = rng->dev;
@@ -46,7 +53,8 @@ static void process_queue(struct virtio_rng *rng)
 	char err[160];
 	bool pushed = false;
 	unsigned n = 0;
-	for (; n < vq->size; n++) {
+	size_t pass = 0;
+	for (; n < vq->size && pass < RNG_PASS_BYTES; n++) {
 		int rc = virtqueue_pop(vq, rng->elem, err, sizeof(err));
 		if (rc < 0) {
 			virtio_dev_mark_broken(dev, err);
@@ -55,9 +63,10 @@ static void process_queue(struct virtio_rng *rng)
 		if (rc == 0)
 			break;
 		size_t written = 0;
-		for (unsigned i = 0; i < rng->elem->in_num; i++)
-			written += fill(&rng->elem->in[i]);
+		for (unsigned i = 0; i < rng->elem->in_num && written < RNG_MAX_CHAIN_BYTES; i++)
+			written += fill(&rng->elem->in[i], RNG_MAX_CHAIN_BYTES - written);
 		rng->bytes += written;
+		pass += written;
 		virtqueue_push(vq, rng->elem->head, (uint32_t)written);
 		pushed = true;
 	}
@@ -65,7 +74,7 @@ static void process_queue(struct virtio_rng *rng)
 		virtio_dev_notify_used(dev, 0);
 	/* Out of budget: come back even if the ring looks empty now, because only a pop that
 	 * finds it empty re-arms the driver's kicks (EVENT_IDX). */
-	if (n == vq->size || virtqueue_has_work(vq))
+	if (n == vq->size || pass >= RNG_PASS_BYTES || virtqueue_has_work(vq))
 		bottom_half_schedule(dev->loop, &rng->more);
 }
 
@@ -80,7 +89,7 @@ static void continue_drain(void *opaque)
 	struct virtio_rng *rng = opaque;
 	struct virtio_dev *dev = rng->dev;
 	pthread_mutex_lock(&dev->lock);
-	if (!dev->broken && (dev->status & VIRTIO_STATUS_DRIVER_OK) && dev->vqs[0].desc)
+	if (virtio_dev_live(dev) && dev->vqs[0].desc)
 		process_queue(rng);
 	pthread_mutex_unlock(&dev->lock);
 }

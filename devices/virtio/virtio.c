@@ -19,6 +19,7 @@ void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops
 	pthread_mutex_init(&dev->lock, NULL);
 	bottom_half_init(&dev->driver_ok_bh, serve_early_buffers, dev);
 	dev->device_features = ops->features | (1ULL << VIRTIO_F_VERSION_1);
+	dev->dma_enabled = true;
 	for (int q = 0; q < ops->nr_queues && q < VIRTIO_MAX_QUEUES; q++)
 		dev->vqs[q].size = ops->max_queue_size;
 }
@@ -47,10 +48,18 @@ bool virtio_dev_has_feature(const struct virtio_dev *dev, unsigned bit)
 	return bit < 64 && (dev->driver_features >> bit) & 1;
 }
 
+bool virtio_dev_live(const struct virtio_dev *dev)
+{
+	return !dev->broken && dev->dma_enabled && (dev->status & VIRTIO_STATUS_DRIVER_OK);
+}
+
 static void reset_locked(struct virtio_dev *dev)
 {
-	if (dev->status & VIRTIO_STATUS_DRIVER_OK && dev->ops->reset)
+	/* Whatever the driver did to the status bits since, an activated device is reset:
+	 * in-flight work must never complete into the re-initialised rings. */
+	if (dev->activated && dev->ops->reset)
 		dev->ops->reset(dev);
+	dev->activated = false;
 	for (int q = 0; q < dev->ops->nr_queues; q++) {
 		virtqueue_reset(&dev->vqs[q]);
 		dev->vqs[q].size = dev->ops->max_queue_size;
@@ -84,7 +93,10 @@ static bool enable_queue(struct virtio_dev *dev, int q)
 	vq->event_idx = virtio_dev_has_feature(dev, VIRTIO_RING_F_EVENT_IDX);
 	vq->indirect = virtio_dev_has_feature(dev, VIRTIO_RING_F_INDIRECT_DESC);
 	char err[160], reason[200];
-	if (virtqueue_enable(vq, dev->mem, err, sizeof(err)) == 0)
+	if (vq->size > dev->ops->max_queue_size)
+		snprintf(err, sizeof(err), "size %u exceeds the maximum %u", vq->size,
+			 dev->ops->max_queue_size);
+	else if (virtqueue_enable(vq, dev->mem, err, sizeof(err)) == 0)
 		return true;
 	snprintf(reason, sizeof(reason), "queue %d: %s", q, err);
 	mark_broken_locked(dev, reason);
@@ -97,6 +109,11 @@ static bool features_acceptable(const struct virtio_dev *dev)
 	       (dev->driver_features >> VIRTIO_F_VERSION_1) & 1;
 }
 
+/* Bits only the driver sets, and only a reset (writing 0) clears (virtio 1.2, 2.1.2). */
+#define DRIVER_STATUS_BITS                                                                         \
+	(VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK |            \
+	 VIRTIO_STATUS_DRIVER_OK | VIRTIO_STATUS_FAILED)
+
 void virtio_dev_set_status(struct virtio_dev *dev, uint8_t status)
 {
 	pthread_mutex_lock(&dev->lock);
@@ -106,6 +123,11 @@ void virtio_dev_set_status(struct virtio_dev *dev, uint8_t status)
 		return;
 	}
 	uint8_t old = dev->status;
+	/* "The driver MUST NOT clear a device status bit": a write that tries (say, dropping
+	 * FEATURES_OK to renegotiate, or DRIVER_OK to dodge the reset) keeps every bit already
+	 * set, and a device that was set up is marked broken until the driver resets it. */
+	uint8_t cleared = old & (uint8_t)~status & DRIVER_STATUS_BITS;
+	status |= cleared;
 	uint8_t added = status & ~old;
 	/* Refusing FEATURES_OK: the bit does not stick, and the driver sees that on re-read. */
 	if ((added & VIRTIO_STATUS_FEATURES_OK) && !features_acceptable(dev))
@@ -116,14 +138,18 @@ void virtio_dev_set_status(struct virtio_dev *dev, uint8_t status)
 	status = (status & (uint8_t)~VIRTIO_STATUS_DEVICE_NEEDS_RESET) |
 		 (old & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
 	dev->status = status;
+	if (cleared & (VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK))
+		mark_broken_locked(dev, "driver cleared status bits without a reset");
 	if ((status & ~old) & VIRTIO_STATUS_DRIVER_OK) {
 		bool ok = true;
 		for (int q = 0; q < dev->ops->nr_queues && ok; q++)
 			if (dev->vqs[q].ready)
 				ok = enable_queue(dev, q);
+		/* From here the device may hold queue state: a reset must undo it. */
+		dev->activated = ok;
 		if (ok && dev->ops->activate && dev->ops->activate(dev) < 0)
 			mark_broken_locked(dev, "device activation failed");
-		else if (ok && dev->loop)
+		if (ok && !dev->broken && dev->loop)
 			bottom_half_schedule(dev->loop, &dev->driver_ok_bh);
 	}
 	pthread_mutex_unlock(&dev->lock);
@@ -137,9 +163,40 @@ static void serve_early_buffers(void *opaque)
 	struct virtio_dev *dev = opaque;
 	pthread_mutex_lock(&dev->lock);
 	for (int q = 0; q < dev->ops->nr_queues; q++)
-		if (!dev->broken && (dev->status & VIRTIO_STATUS_DRIVER_OK) && dev->vqs[q].desc &&
-		    dev->ops->queue_notify && virtqueue_has_work(&dev->vqs[q]))
+		if (virtio_dev_live(dev) && dev->vqs[q].desc && dev->ops->queue_notify &&
+		    virtqueue_has_work(&dev->vqs[q]))
 			dev->ops->queue_notify(dev, q);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void virtio_dev_set_queue_size(struct virtio_dev *dev, int q, uint32_t size)
+{
+	pthread_mutex_lock(&dev->lock);
+	struct virtqueue *vq = &dev->vqs[q];
+	if (vq->ready) {
+		/* Frozen while live: the rings were validated for the current size. */
+	} else if (size == 0 || size > dev->ops->max_queue_size || (size & (size - 1))) {
+		char reason[96];
+		snprintf(reason, sizeof(reason), "queue %d: size %u is not a power of two in 1..%u",
+			 q, size, dev->ops->max_queue_size);
+		mark_broken_locked(dev, reason);
+	} else {
+		vq->size = (uint16_t)size;
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void virtio_dev_set_queue_addr(struct virtio_dev *dev, int q, enum virtio_ring_part part,
+			       unsigned shift, unsigned width, uint64_t value)
+{
+	pthread_mutex_lock(&dev->lock);
+	struct virtqueue *vq = &dev->vqs[q];
+	uint64_t *addr = part == VIRTIO_RING_DESC     ? &vq->desc_gpa
+			 : part == VIRTIO_RING_DRIVER ? &vq->avail_gpa
+						      : &vq->used_gpa;
+	uint64_t mask = width >= 64 ? ~0ULL : ((1ULL << width) - 1) << shift;
+	if (!vq->ready && shift < 64)
+		*addr = (*addr & ~mask) | ((value << shift) & mask);
 	pthread_mutex_unlock(&dev->lock);
 }
 
@@ -148,7 +205,12 @@ void virtio_dev_queue_ready(struct virtio_dev *dev, int q, bool ready)
 	pthread_mutex_lock(&dev->lock);
 	struct virtqueue *vq = &dev->vqs[q];
 	if (!ready) {
-		virtqueue_reset(vq);
+		/* Before DRIVER_OK a queue may be torn down and set up again; after, the device
+		 * may be using it, and taking it away needs VIRTIO_F_RING_RESET. */
+		if (vq->ready && dev->activated)
+			mark_broken_locked(dev, "driver disabled a live queue");
+		else
+			virtqueue_reset(vq);
 	} else if (!vq->ready) {
 		vq->ready = true;
 		/* A queue enabled after DRIVER_OK is validated now; before, at DRIVER_OK. */
@@ -158,14 +220,24 @@ void virtio_dev_queue_ready(struct virtio_dev *dev, int q, bool ready)
 	pthread_mutex_unlock(&dev->lock);
 }
 
+void virtio_dev_set_dma_enabled(struct virtio_dev *dev, bool enabled)
+{
+	pthread_mutex_lock(&dev->lock);
+	bool was = dev->dma_enabled;
+	dev->dma_enabled = enabled;
+	/* Kicks were ignored while bus mastering was off: look at every queue once. */
+	if (enabled && !was && virtio_dev_live(dev) && dev->loop)
+		bottom_half_schedule(dev->loop, &dev->driver_ok_bh);
+	pthread_mutex_unlock(&dev->lock);
+}
+
 void virtio_dev_queue_notify(struct virtio_dev *dev, int q)
 {
 	if (q < 0 || q >= dev->ops->nr_queues)
 		return; /* a kick for a queue that does not exist: ignore it */
 	pthread_mutex_lock(&dev->lock);
 	dev->notifications++;
-	if (!dev->broken && (dev->status & VIRTIO_STATUS_DRIVER_OK) && dev->vqs[q].desc &&
-	    dev->ops->queue_notify)
+	if (virtio_dev_live(dev) && dev->vqs[q].desc && dev->ops->queue_notify)
 		dev->ops->queue_notify(dev, q);
 	pthread_mutex_unlock(&dev->lock);
 }

@@ -74,7 +74,9 @@ struct virtio_dev {
 	uint64_t driver_features; /* accepted by the driver (subset of offered) */
 	uint32_t config_generation;
 	struct virtqueue vqs[VIRTIO_MAX_QUEUES];
-	bool broken; /* a protocol violation was seen: no more processing until reset */
+	bool broken;	  /* a protocol violation was seen: no more processing until reset */
+	bool activated;	  /* ops->activate ran: ops->reset must run at the next reset */
+	bool dma_enabled; /* the transport lets the device touch guest memory (PCI bus master) */
 	/* Counters for status and benchmarks: guest kicks (eventfd counts, so kicks that arrive
 	 * together are all counted), I/O-thread wake-ups they caused, interrupts sent. */
 	uint64_t kicks, notifications, interrupts;
@@ -92,8 +94,22 @@ void virtio_dev_set_status(struct virtio_dev *dev, uint8_t status);
 void virtio_dev_set_driver_features(struct virtio_dev *dev, uint32_t sel, uint32_t value);
 uint32_t virtio_dev_get_device_features(const struct virtio_dev *dev, uint32_t sel);
 bool virtio_dev_has_feature(const struct virtio_dev *dev, unsigned bit);
-/* Queue ready register written (transports). */
+/* Queue configuration from the transports, checked and stored under dev->lock. A live
+ * (ready) queue's geometry never changes: writes to it are ignored. A size that is not a power
+ * of two in 1..ops->max_queue_size marks the device broken. q must be < ops->nr_queues. */
+void virtio_dev_set_queue_size(struct virtio_dev *dev, int q, uint32_t size);
+enum virtio_ring_part { VIRTIO_RING_DESC, VIRTIO_RING_DRIVER, VIRTIO_RING_DEVICE };
+/* Set bits [shift, shift + width) of a ring address (width 32 or 64; shift 0 or 32). */
+void virtio_dev_set_queue_addr(struct virtio_dev *dev, int q, enum virtio_ring_part part,
+			       unsigned shift, unsigned width, uint64_t value);
+/* Queue ready register written (transports). Writing 0 to a live queue of a running device
+ * is a protocol violation (no VIRTIO_F_RING_RESET is offered): the device is marked broken. */
 void virtio_dev_queue_ready(struct virtio_dev *dev, int q, bool ready);
+/* PCI bus mastering turned on or off: while off the device takes no new buffers; turning it
+ * back on serves what was made available meanwhile. virtio-mmio devices are always on. */
+void virtio_dev_set_dma_enabled(struct virtio_dev *dev, bool enabled);
+/* The device may process its queues: DRIVER_OK, not broken, DMA allowed. dev->lock held. */
+bool virtio_dev_live(const struct virtio_dev *dev);
 /* The driver kicked queue q (I/O thread): runs ops->queue_notify under dev->lock when the
  * device is live. Out-of-range queue numbers are ignored. */
 void virtio_dev_queue_notify(struct virtio_dev *dev, int q);

@@ -219,3 +219,61 @@ Test(balloon, statistics)
 	virtio_balloon_request_stats(b); /* nothing held: nothing happens */
 	cr_assert_eq(used_idx(2), 1);
 }
+
+/* Linux sends at most 256 PFNs per buffer; a chain may describe gigabytes. The device refuses
+ * a buffer over 4096 PFNs instead of walking it (each PFN costs a lock and a bitmap update). */
+Test(balloon, oversized_pfn_buffer_is_refused)
+{
+	post(0, 0, 4096 * 4);
+	cr_assert(!dev.broken, "4096 PFNs is the limit");
+	cr_assert_eq(used_idx(0), 1);
+	post(0, 0, 4097 * 4);
+	cr_assert(dev.broken, "one PFN more breaks the device");
+	struct balloon_info bi;
+	virtio_balloon_get_info(b, &bi);
+	cr_assert_eq(bi.inflate_pfns, 4096, "the refused buffer was not walked");
+}
+
+/* One kick serves a bounded number of PFNs; the I/O thread's next turn serves the rest. */
+Test(balloon, inflate_work_per_pass_is_bounded)
+{
+	for (int i = 0; i < 3; i++)
+		post(0, (uint32_t)i * 0x4000, 4096 * 4); /* 4096 PFNs each (mostly outside RAM) */
+	/* post() kicks after each buffer, so each was served; now queue three and kick once. */
+	cr_assert_eq(used_idx(0), 3);
+	for (int i = 0; i < 3; i++) {
+		uint8_t *desc = ram + RING(0) + (avail_idx[0] % QSIZE) * 16;
+		uint64_t addr = BUF_GPA + (uint64_t)i * 0x4000;
+		uint32_t len = 4096 * 4;
+		memcpy(desc, &addr, 8);
+		memcpy(desc + 8, &len, 4);
+		memset(desc + 12, 0, 4);
+		uint16_t *avail = (uint16_t *)(ram + RING(0) + 0x1000);
+		avail[2 + avail_idx[0] % QSIZE] = (uint16_t)(avail_idx[0] % QSIZE);
+		avail[1] = ++avail_idx[0];
+	}
+	virtio_dev_queue_notify(&dev, 0);
+	cr_assert_eq(used_idx(0), 5, "a pass stops after 8192 PFNs");
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(used_idx(0), 6, "the bottom half serves the rest");
+	cr_assert(!dev.broken);
+}
+
+/* Statistics buffers are read up to 64 entries; a huge buffer costs no more than that. */
+Test(balloon, statistics_beyond_64_entries_are_ignored)
+{
+	uint8_t buf[100 * 10] = {0};
+	uint64_t first = 111, late = 222;
+	buf[0] = 4;
+	memcpy(buf + 2, &first, 8);
+	for (int i = 1; i < 100; i++)
+		buf[i * 10] = 99; /* unknown tags */
+	buf[70 * 10] = 4;	  /* entry 70: past the limit */
+	memcpy(buf + 70 * 10 + 2, &late, 8);
+	memcpy(ram + BUF_GPA, buf, sizeof(buf));
+	post(2, 0, sizeof(buf));
+	struct balloon_info bi;
+	virtio_balloon_get_info(b, &bi);
+	cr_assert_eq(bi.stats_updates, 1);
+	cr_assert_eq(bi.stats[4], first, "entry 70 must not be read");
+}

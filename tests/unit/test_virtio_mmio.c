@@ -1,6 +1,7 @@
 /* virtio-mmio register semantics (virtio 1.2, 4.2.2) against a fake device: identification,
  * status sequence, feature negotiation, queue set-up and enable, reset, config bounds. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,4 +199,129 @@ Test(virtio_mmio, out_of_range_queue_and_odd_accesses)
 	cr_assert_eq(b[0], 0, "config reads past the end return zeroes");
 	virtio_mmio_io(&t, 0x100 + 0xffffff00ULL, b, 4, false);
 	cr_assert_eq(b[0], 0);
+}
+
+static void features_ok(void)
+{
+	wr(0x070, 1 | 2);
+	wr(0x024, 1);
+	wr(0x020, 1);
+	wr(0x070, 1 | 2 | 8);
+}
+
+Test(virtio_mmio, queue_num_above_queue_num_max_is_refused)
+{
+	features_ok();
+	wr(0x030, 0);
+	wr(0x038, 128); /* QueueNumMax is 64 */
+	cr_assert(rd(0x070) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	cr_assert_eq(dev.vqs[0].size, 64, "the refused size is not stored");
+}
+
+/* Once a queue is ready its size and ring addresses are the ones that were validated. */
+Test(virtio_mmio, live_queue_geometry_is_frozen)
+{
+	features_ok();
+	setup_queue(0, 16, 0x100000);
+	wr(0x070, 1 | 2 | 8 | 4);
+	cr_assert(dev.vqs[0].desc);
+	wr(0x030, 0);
+	wr(0x038, 64);
+	wr(0x080, 0x200000);
+	wr(0x090, 0x200000);
+	wr(0x0a0, 0x200000);
+	cr_assert_eq(dev.vqs[0].size, 16);
+	cr_assert_eq(dev.vqs[0].desc_gpa, 0x100000);
+	cr_assert_eq(dev.vqs[0].avail_gpa, 0x101000);
+	cr_assert_eq(dev.vqs[0].used_gpa, 0x102000);
+	cr_assert_not(dev.broken);
+}
+
+/* Status rules (virtio 1.2, 2.1.2): the driver never clears a bit; trying to (to renegotiate
+ * features, or to skip the device's reset) keeps the bits and breaks the device until a
+ * reset, and that reset reaches the device model. */
+Test(virtio_mmio, driver_cannot_clear_status_bits)
+{
+	features_ok();
+	setup_queue(0, 16, 0x100000);
+	wr(0x070, 1 | 2 | 8 | 4);
+	wr(0x070, 1 | 2 | 4); /* drop FEATURES_OK while running */
+	cr_assert_eq(rd(0x070) & 0x0f, 1 | 2 | 8 | 4);
+	cr_assert(rd(0x070) & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	wr(0x024, 0);
+	wr(0x020, 1u << 3);
+	cr_assert_eq(dev.driver_features, 1ULL << 32, "features stay fixed");
+	wr(0x070, 1 | 2 | 8); /* drop DRIVER_OK, then reset */
+	wr(0x070, 0);
+	cr_assert_eq(resets, 1, "an activated device is reset whatever the driver did since");
+	cr_assert_eq(rd(0x070), 0);
+}
+
+/* Disabling a live queue would need VIRTIO_F_RING_RESET; before DRIVER_OK it is allowed. */
+Test(virtio_mmio, disabling_a_live_queue_breaks_the_device)
+{
+	features_ok();
+	setup_queue(0, 16, 0x100000);
+	wr(0x044, 0);
+	cr_assert_eq(rd(0x044), 0, "before DRIVER_OK a queue can be torn down");
+	cr_assert_not(dev.broken);
+	setup_queue(0, 16, 0x100000);
+	wr(0x070, 1 | 2 | 8 | 4);
+	wr(0x044, 0);
+	cr_assert(dev.broken);
+	cr_assert_eq(rd(0x044), 1, "the live queue stays as it was");
+	cr_assert(dev.vqs[0].desc);
+}
+
+/* Two vCPUs: one keeps writing QueueNum (a valid size, larger than the rings laid out at the
+ * end of RAM), the other enables the queue after DRIVER_OK. Whatever the interleaving, a
+ * queue the device maps must fit its rings in RAM at the size it uses. */
+static volatile bool racing;
+
+static void *queue_num_writer(void *arg)
+{
+	(void)arg;
+	while (__atomic_load_n(&racing, __ATOMIC_RELAXED)) {
+		wr(0x030, 0);
+		wr(0x038, 64);
+	}
+	return NULL;
+}
+
+Test(virtio_mmio, queue_num_racing_queue_ready_never_outgrows_the_rings)
+{
+	/* Rings for a 1-entry queue in the last bytes of RAM: 16 + 6 + 2 + 6 + 8 bytes. */
+	const uint64_t desc = RAM_SIZE - 64, avail = RAM_SIZE - 48, used = RAM_SIZE - 16;
+	racing = true;
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, queue_num_writer, NULL), 0);
+	unsigned mapped = 0;
+	for (int i = 0; i < 1000000; i++) {
+		wr(0x070, 0);
+		features_ok();
+		wr(0x070, 1 | 2 | 8 | 4);
+		wr(0x030, 0);
+		wr(0x038, 1);
+		wr(0x080, (uint32_t)desc);
+		wr(0x090, (uint32_t)avail);
+		wr(0x0a0, (uint32_t)used);
+		wr(0x044, 1);
+		for (int k = 0; k < 20; k++)
+			(void)rd(0x044); /* let a store that raced the enable land */
+		pthread_mutex_lock(&dev.lock);
+		const struct virtqueue *vq = &dev.vqs[0];
+		if (vq->desc) {
+			mapped++;
+			uint64_t n = vq->size;
+			cr_assert(guest_mem_ptr(&mem, vq->desc_gpa, 16 * n) &&
+				      guest_mem_ptr(&mem, vq->avail_gpa, 6 + 2 * n) &&
+				      guest_mem_ptr(&mem, vq->used_gpa, 6 + 8 * n),
+				  "iteration %d: a mapped queue of size %u overruns RAM", i,
+				  vq->size);
+		}
+		pthread_mutex_unlock(&dev.lock);
+	}
+	racing = false;
+	pthread_join(th, NULL);
+	cr_assert_gt(mapped, 0, "the race never let the queue be enabled");
 }

@@ -381,3 +381,83 @@ Test(virtio_net, transmit_chain_shorter_than_the_header_breaks_the_device)
 	cr_assert_eq(fake->nsent, 0);
 	stop();
 }
+
+/* Offloads a transmit header asks for must have been negotiated: this device offers none (the
+ * fake backend has no offloads), so checksum and segmentation requests are dropped and
+ * counted, not handed to the backend (for a tap, the host kernel). */
+Test(virtio_net, transmit_header_asking_for_unnegotiated_offloads_is_dropped)
+{
+	start(256, true);
+	post_tx(0, 60, 0x11);
+	post_tx(1, 60, 0x22);
+	((uint8_t *)gpa(0x101000))[0] = 1; /* flags: NEEDS_CSUM */
+	post_tx(2, 60, 0x33);
+	((uint8_t *)gpa(0x102000))[1] = 1; /* gso_type: TCPV4 */
+	post_tx(3, 60, 0x44);
+	((uint8_t *)gpa(0x103000))[0] = 2; /* flags: DATA_VALID, receive only */
+	post_tx(4, 60, 0x55);
+	virtio_dev_queue_notify(&dev, TXQ);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 2, "only the plain frames reach the backend");
+	cr_assert_eq(fake->sent[0][NET_HDR_LEN], 0x11);
+	cr_assert_eq(fake->sent[1][NET_HDR_LEN], 0x55);
+	cr_assert_eq(used_idx(TXQ), 5, "every chain is returned");
+	cr_assert_not(dev.broken);
+	struct virtio_net_stats st;
+	virtio_net_stats(net, &st);
+	cr_assert_eq(st.tx_dropped, 3);
+	stop();
+}
+
+/* Receive is on (guest buffers posted, backend watched), then the device stops being live:
+ * the next frame the backend reports must turn the watch off, or a level-triggered tap fd
+ * wakes the I/O thread forever. */
+static void receive_on(void)
+{
+	post(RXQ, 0, 0x200000, 2048, true);
+	virtio_dev_queue_notify(&dev, RXQ);
+	cr_assert(fake->rx_enabled);
+}
+
+Test(virtio_net, broken_device_stops_watching_the_backend)
+{
+	start(256, true);
+	receive_on();
+	post(TXQ, 0, 0x100000, 4, false); /* shorter than the header: breaks the device */
+	virtio_dev_queue_notify(&dev, TXQ);
+	event_loop_run_once(&loop, 0);
+	cr_assert(dev.broken);
+	queue_rx_frame(100, 0x42);
+	client.rx_ready(client.opaque);
+	cr_assert_not(fake->rx_enabled, "a device that cannot receive must not watch the backend");
+	stop();
+}
+
+/* Clearing DRIVER_OK is not a way around the reset: the device is marked broken, and the
+ * reset that follows still stops it (receive watch off). */
+Test(virtio_net, reset_after_clearing_driver_ok_still_resets)
+{
+	start(256, true);
+	receive_on();
+	virtio_dev_set_status(&dev, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+					VIRTIO_STATUS_FEATURES_OK);
+	cr_assert(dev.status & VIRTIO_STATUS_DRIVER_OK, "the driver cannot clear a status bit");
+	cr_assert(dev.status & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	virtio_dev_set_status(&dev, 0);
+	cr_assert_not(fake->rx_enabled, "the reset reached the device");
+	cr_assert_eq(dev.status, 0);
+	stop();
+}
+
+Test(virtio_net, default_macs_are_unique_per_index)
+{
+	uint8_t a[6], b2[6], c[6];
+	virtio_net_default_mac("virtio-net0", a);
+	virtio_net_default_mac("virtio-net10", b2);
+	virtio_net_default_mac("virtio-net1", c);
+	const uint8_t want0[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
+	const uint8_t want10[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x60};
+	cr_assert_arr_eq(a, want0, 6);
+	cr_assert_arr_eq(b2, want10, 6, "virtio-net10 must not collide with virtio-net0");
+	cr_assert_eq(c[5], 0x57);
+}

@@ -626,6 +626,19 @@ Test(virtio_pci, trapped_kicks)
 	cr_assert_eq(rd(VIRTIO_PCI_NOTIFY_OFF, 2), 0);
 }
 
+/* Bus Master Enable gates the device's access to guest memory: with it off, kicks are not
+ * served (a device cannot DMA); turning it on serves what was made available meanwhile. */
+Test(virtio_pci, bus_master_off_stops_queue_processing)
+{
+	driver_ok();
+	cfg_write(PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
+	wr(VIRTIO_PCI_NOTIFY_OFF + 4, 2, 1);
+	cr_assert_eq(kicks[1], 0, "no bus mastering: the kick is not served");
+	cfg_write(PCI_COMMAND, 2, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	wr(VIRTIO_PCI_NOTIFY_OFF + 4, 2, 1);
+	cr_assert_eq(kicks[1], 1, "bus mastering back on: served again");
+}
+
 static int ioeventfds, ioeventfd_fd[4];
 static uint64_t ioeventfd_addr[4];
 
@@ -649,7 +662,7 @@ Test(virtio_pci, kicks_through_eventfds_on_the_io_thread)
 	cr_assert_eq(event_loop_init(&loop), 0);
 	make(&fake_ops, &loop, host_ioeventfd);
 	cr_assert_eq(ioeventfds, 0, "nothing before the BAR decodes");
-	cfg_write(PCI_COMMAND, 2, PCI_COMMAND_MEMORY);
+	cfg_write(PCI_COMMAND, 2, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
 	cr_assert_eq(ioeventfds, 2);
 	cr_assert_eq(ioeventfd_addr[0], BAR + VIRTIO_PCI_NOTIFY_OFF);
 	cr_assert_eq(ioeventfd_addr[1], BAR + VIRTIO_PCI_NOTIFY_OFF + 4);
