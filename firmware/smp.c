@@ -33,6 +33,12 @@ static uint8_t slot_by_apic[256]; /* 1..MAX_CPUS-1; slot 0 is the BSP */
 static volatile uint32_t slot_reported_id[MAX_CPUS];
 static volatile int slot_online[MAX_CPUS];
 static uint8_t ap_stacks[MAX_CPUS][AP_STACK_SIZE] __attribute__((section(".noinit"), aligned(16)));
+static void (*volatile ap_job)(unsigned slot);
+
+void smp_set_ap_job(void (*job)(unsigned slot))
+{
+	ap_job = job;
+}
 
 uint32_t lapic_id(void)
 {
@@ -49,6 +55,9 @@ void ap_main(void)
 	slot_reported_id[slot] = id;
 	barrier();
 	slot_online[slot] = 1;
+	void (*job)(unsigned) = ap_job;
+	if (job)
+		job(slot);
 	for (;;)
 		__asm__ volatile("cli; hlt");
 }

@@ -4,6 +4,7 @@
  * should not); afterwards a second device, and the first one after a reset, still work.
  */
 #include "printf.h"
+#include "test_hostile.h"
 #include "test_rng.h"
 #include "x86.h"
 
@@ -104,6 +105,8 @@ const char *test_hostile(void)
 		if (err)
 			return err;
 	}
+	if ((err = hostile_driver(victim)))
+		return err;
 	/* The loop in rng_init() resets the victim before each case; once more for the check. */
 	if ((err = rng_init(victim)))
 		return err;

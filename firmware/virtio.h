@@ -95,6 +95,8 @@ struct virtio_ops {
 	void (*set_features)(struct virtio_dev *d, unsigned word, uint32_t bits);
 	/* Largest size of queue q, 0 if there is no such queue (or it is already live). */
 	unsigned (*queue_max)(struct virtio_dev *d, unsigned q);
+	/* Select queue q and write its size register, nothing else (test=hostile's racer). */
+	void (*queue_size_write)(struct virtio_dev *d, unsigned q, unsigned size);
 	/* Tell the device where vq's rings are, enable it, and fill in vq->notify_*. */
 	const char *(*queue_enable)(struct virtio_dev *d, struct virtq *vq);
 	/* Before the queues are set up, with use_irq: route the device's interrupts to

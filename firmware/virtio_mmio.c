@@ -100,6 +100,12 @@ static const char *queue_enable(struct virtio_dev *d, struct virtq *vq)
 	return 0;
 }
 
+static void queue_size_write(struct virtio_dev *d, unsigned q, unsigned size)
+{
+	wr(d, MMIO_QUEUE_SEL, q);
+	wr(d, MMIO_QUEUE_NUM, size);
+}
+
 /* The `:irq` of the command-line entry (or the first `interrupts` cell) is a GSI; ISA-style:
  * edge-triggered, active high. */
 static const char *irq_setup(struct virtio_dev *d)
@@ -124,6 +130,7 @@ static const struct virtio_ops mmio_ops = {
     .get_features = get_features,
     .set_features = set_features,
     .queue_max = queue_max,
+    .queue_size_write = queue_size_write,
     .queue_enable = queue_enable,
     .irq_setup = irq_setup,
     .irq_ack = irq_ack,

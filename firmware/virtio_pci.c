@@ -147,6 +147,12 @@ static const char *irq_setup(struct virtio_dev *d)
 	return 0;
 }
 
+static void queue_size_write(struct virtio_dev *d, unsigned q, unsigned size)
+{
+	w16(d->common + CC_QUEUE_SEL, (uint16_t)q);
+	w16(d->common + CC_QUEUE_SIZE, (uint16_t)size);
+}
+
 static const char *queue_enable(struct virtio_dev *d, struct virtq *vq)
 {
 	uint64_t c = d->common;
@@ -176,6 +182,7 @@ static const struct virtio_ops pci_ops = {
     .get_features = get_features,
     .set_features = set_features,
     .queue_max = queue_max,
+    .queue_size_write = queue_size_write,
     .queue_enable = queue_enable,
     .irq_setup = irq_setup,
 };

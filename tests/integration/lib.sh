@@ -67,6 +67,22 @@ expect_line() {
 	fi
 }
 
+# complete_lines FILE: the lines that have their newline (the console writes byte by byte, so
+# the last one may still be coming).
+complete_lines() { while IFS= read -r l; do printf '%s\n' "$l"; done <"$1"; }
+
+# wait_line NAME FILE(out|err) REGEX [TRIES]: bounded wait (TRIES x 0.1 s, default 300) until a
+# complete line matches; gives up early when the background VMM ($VMM_PID, if set) has exited.
+wait_line() {
+	for _ in $(seq "${4:-300}"); do
+		complete_lines "$TEST_TMP/$1.$2" | grep -Eq -- "$3" && return 0
+		[ -n "${VMM_PID:-}" ] && ! kill -0 "$VMM_PID" 2>/dev/null && break
+		sleep 0.1
+	done
+	show "$1"
+	fail "$1: no line matching /$3/ in $2"
+}
+
 # count_lines NAME FILE REGEX
 count_lines() { grep -Ec -- "$3" "$TEST_TMP/$1.$2" || true; }
 

@@ -12,22 +12,7 @@ source "$(dirname "$0")/lib.sh"
 sock=$TEST_TMP/vm.sock
 ctl() { "$MINIVMM" ctl --sock "$sock" "$@"; }
 
-# complete_lines FILE: the lines that have their newline (the console writes byte by byte, so
-# the last one may still be coming).
-complete_lines() { while IFS= read -r l; do printf '%s\n' "$l"; done <"$1"; }
-
-# wait_line NAME FILE REGEX [TRIES]: until a complete line matches.
-wait_line() {
-	for _ in $(seq "${4:-300}"); do
-		complete_lines "$TEST_TMP/$1.$2" | grep -Eq -- "$3" && return 0
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	show "$1"
-	fail "$1: no line matching /$3/ in $2"
-}
-
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$pid/status"; }
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$VMM_PID/status"; }
 
 # start NAME BALLOON-OPTIONS GUEST-WORDS [CONSOLE-INPUT]: the VMM in the background, console
 # in NAME.out; guest RAM is $VM_MEM (default 512M).
@@ -35,8 +20,8 @@ start() {
 	"$MINIVMM" --kernel "$FW/probe.elf" --memory "${VM_MEM:-512M}" "--balloon$2" \
 		--api-sock "$sock" --cmdline "test=balloon balloon.timeout=120 $3" \
 		<"${4:-/dev/null}" >"$TEST_TMP/$1.out" 2>"$TEST_TMP/$1.err" &
-	pid=$!
-	on_exit "kill -9 $pid 2>/dev/null"
+	VMM_PID=$!
+	on_exit "kill -9 $VMM_PID 2>/dev/null"
 }
 
 # json_num JSON KEY: the first integer value of KEY.
@@ -74,8 +59,8 @@ oom_end() {
 
 finish() {
 	VMM_STATUS=0
-	timeout 30 tail -s 0.1 --pid=$pid -f /dev/null || fail "$1: the VMM did not finish"
-	wait $pid || VMM_STATUS=$?
+	timeout 30 tail -s 0.1 --pid=$VMM_PID -f /dev/null || fail "$1: the VMM did not finish"
+	wait $VMM_PID || VMM_STATUS=$?
 	expect_probe_pass "$1"
 	[ -e "$sock" ] && fail "$1: socket file left behind"
 	return 0
@@ -162,7 +147,7 @@ expect_line nooom out '^probe: balloon transport=mmio .*deflate_on_oom=0 '
 wait_line nooom out '^probe: balloon oom (deflated_pages|unavailable)'
 expect_line nooom out '^probe: balloon oom unavailable deflate_on_oom=0 allocated_pages=[1-9][0-9]* short_pages=16384 actual_pages=32768$'
 grep -E '^probe: balloon oom unavailable' "$TEST_TMP/nooom.out"
-kill -0 $pid 2>/dev/null || fail "nooom: the VMM is gone"
+kill -0 $VMM_PID 2>/dev/null || fail "nooom: the VMM is gone"
 out=$(ctl status) || fail "nooom: status: $out"
 for kv in target_pages=32768 actual_pages=32768 released_pages=32768 deflated_pfns=0; do
 	[ "$(json_num "$out" "${kv%=*}")" = "${kv#*=}" ] || fail "nooom: status ${kv%=*} is not ${kv#*=}: $out"

@@ -1,21 +1,66 @@
 #!/usr/bin/env bash
 # A guest that lies: malformed descriptor chains (a loop, an address past RAM, an overflowing
 # length) on one device mark that device DEVICE_NEEDS_RESET, while a second device keeps
-# working, the first works again after a reset, and the VMM stays alive throughout.
+# working, the first works again after a reset, and the VMM stays alive throughout. Then a
+# driver that breaks the rules (test_hostile_driver.c): status bits cleared without a reset,
+# ~4 GiB chains aliasing one range on rng (served 64 KiB) and balloon (refused), a queue size
+# above QueueNumMax, and QueueNum rewritten from a second vCPU while the BSP enables a queue at
+# the end of RAM. Afterwards, with the probe holding, the control socket answers within 1 s
+# and the I/O thread is idle.
 source "$(dirname "$0")/lib.sh"
+
+# cpu_ticks PID TID: utime + stime of one thread, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/task/$2/stat"; }
 
 for transport in mmio pci; do
 	name=hostile-$transport
-	run_vmm "$name" 60 --kernel "$FW/probe.elf" --cpus 2 --rng,transport=$transport \
-		--rng,transport=$transport --cmdline "test=hostile"
-	expect_probe_pass "$name"
+	sock=$TEST_TMP/$name.sock
+	fifo=$TEST_TMP/$name.in
+	mkfifo "$fifo"
+	"$MINIVMM" --kernel "$FW/probe.elf" --cpus 2 --rng,transport=$transport \
+		--rng,transport=$transport --balloon,transport=$transport --api-sock "$sock" \
+		--cmdline "test=hostile hold=serial" <"$fifo" >"$TEST_TMP/$name.out" \
+		2>"$TEST_TMP/$name.err" &
+	VMM_PID=$!
+	on_exit "kill -9 $VMM_PID 2>/dev/null"
+	exec 3>"$fifo" # the VMM opens its console input once a writer is there
+	wait_line "$name" out '^probe: holding' 600
 	for c in loop past-ram overflow; do
 		expect_line "$name" out "^probe: hostile case=$c needs_reset=1"
 	done
+	expect_line "$name" out '^probe: hostile case=status-clear status=0x4f needs_reset=1'
+	expect_line "$name" out '^probe: hostile case=alias-rng described=[0-9]+ served=65536 completed=1'
+	expect_line "$name" out '^probe: hostile case=alias-balloon needs_reset=1'
+	expect_line "$name" out '^probe: hostile case=queue-over-max size=1024 max=256 needs_reset=1'
+	expect_line "$name" out '^probe: hostile case=queue-race rounds=400 '
 	expect_line "$name" out '^probe: hostile ok'
-	# minivmm says what the guest did wrong, once per violation, naming the device.
+
+	# Still responsive: the control socket answers within 1 s, and nothing keeps the I/O
+	# thread busy once the guest is quiet (1 s of wall time, at most 0.1 s of its CPU).
+	timeout 1 "$MINIVMM" ctl --sock "$sock" status >"$TEST_TMP/$name.status" ||
+		fail "$name: the control socket did not answer within 1 s"
+	grep -q '"ok":true' "$TEST_TMP/$name.status" || fail "$name: $(cat "$TEST_TMP/$name.status")"
+	iotid=$(sed -n 's/^minivmm: io thread: tid \([0-9]*\),.*/\1/p' "$TEST_TMP/$name.err")
+	[ -n "$iotid" ] || fail "$name: no I/O thread id in the log"
+	hz=$(getconf CLK_TCK)
+	t0=$(cpu_ticks $VMM_PID "$iotid")
+	sleep 1 # the measurement window, not a wait for something to happen
+	t1=$(cpu_ticks $VMM_PID "$iotid")
+	[ $((t1 - t0)) -le $((hz / 10)) ] ||
+		fail "$name: the idle I/O thread used $((t1 - t0)) of $hz ticks in 1 s"
+
+	echo >&3 # release the probe
+	exec 3>&-
+	timeout 30 tail -s 0.1 --pid=$VMM_PID -f /dev/null || fail "$name: the VMM did not finish"
+	VMM_STATUS=0
+	wait $VMM_PID || VMM_STATUS=$?
+	expect_probe_pass "$name"
+	# minivmm says what the guest did wrong, naming the device.
 	expect_line "$name" err 'virtio-rng0: guest driver error: .*(loop|exceeds)'
 	expect_line "$name" err 'virtio-rng0: guest driver error: .*outside guest RAM'
+	expect_line "$name" err 'virtio-rng0: guest driver error: driver cleared status bits'
+	expect_line "$name" err 'virtio-balloon0: guest driver error: balloon PFN buffer holds more'
+	expect_line "$name" err 'virtio-rng0: guest driver error: queue 0: size 1024 is not a power'
 	if grep -q 'virtio-rng1: guest driver error' "$TEST_TMP/$name.err"; then
 		fail "$name: the second device was marked broken"
 	fi

@@ -25,17 +25,6 @@ start_vmm() {
 	VMM_PID=$!
 }
 
-# wait_for NAME REGEX: bounded wait for a line of the guest's console.
-wait_for() {
-	for _ in $(seq 300); do
-		grep -Eq -- "$2" "$TEST_TMP/$1.out" && return 0
-		kill -0 "$VMM_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	show "$1"
-	fail "$1: no /$2/ on the console"
-}
-
 stop_vmm() {
 	kill -TERM "$VMM_PID" 2>/dev/null
 	wait "$VMM_PID" 2>/dev/null || true
@@ -48,7 +37,7 @@ csum_errors() {
 for transport in mmio pci; do
 	name=serve-$transport
 	start_vmm "$name" --net "tap=mvt0,transport=$transport" --cmdline "test=serve $PROBE_NET"
-	wait_for "$name" '^probe: serve ready'
+	wait_line "$name" out '^probe: serve ready'
 	netns_exec "$NS" ping -c 3 -i 0.2 -W 2 10.0.2.15 >"$TEST_TMP/$name.ping" ||
 		{ cat "$TEST_TMP/$name.ping"; fail "$name: the host cannot ping the guest"; }
 	# Host to guest and back: the guest echoes every datagram.
@@ -122,7 +111,7 @@ done
 name=sink
 start_vmm "$name" --net tap=mvt0,transport=mmio \
 	--cmdline "test=udp_sink net.secs=1 $PROBE_NET"
-wait_for "$name" '^probe: net transport='
+wait_line "$name" out '^probe: net transport='
 netns_exec "$NS" "$UDPPERF" send --dest 10.0.2.15 --port 9000 --size 1000 --secs 3 >/dev/null
 wait "$VMM_PID" || true
 expect_line "$name" out '^probe: udp_sink msgs=[1-9]'
@@ -134,7 +123,7 @@ expect_line "$name" out 'rx_bad=0 '
 name=two-nics
 start_vmm "$name" --net tap=mvt0,transport=mmio --net tap=mvt1,transport=pci \
 	--api-sock "$TEST_TMP/api.sock" --cmdline "test=serve $PROBE_NET"
-wait_for "$name" '^probe: serve ready'
+wait_line "$name" out '^probe: serve ready'
 expect_line "$name" err 'virtio-net0: tap backend mvt0'
 expect_line "$name" err 'virtio-net1: tap backend mvt1'
 netns_exec "$NS" ping -c 2 -i 0.2 -W 2 10.0.2.15 >/dev/null || fail "$name: no ping"
@@ -174,7 +163,7 @@ grep -Eq 'mode=bulk-recv mib=64 datagrams=65536 .*corrupt=0 ok=1' "$TEST_TMP/$na
 name=bulk-recv
 start_vmm "$name" --net tap=mvt1,transport=pci \
 	--cmdline "test=bulk_recv $BULK_NET"
-wait_for "$name" '^probe: bulk_recv ready'
+wait_line "$name" out '^probe: bulk_recv ready'
 netns_exec "$NS" "$UDPPERF" bulk-send --dest 10.0.3.15 --port 9000 >"$TEST_TMP/$name.host" ||
 	{ cat "$TEST_TMP/$name.host"; show "$name"; fail "$name: udpperf bulk-send failed"; }
 wait "$VMM_PID" || true
@@ -190,7 +179,7 @@ grep -Eq 'mode=bulk-send mib=64 datagrams=65536 .*ok=1' "$TEST_TMP/$name.host" |
 port=$((20000 + $$ % 20000))
 start_vmm user --net "user,hostfwd=udp::$port-:9000,transport=mmio" \
 	--cmdline "test=serve net.ip=10.0.2.15/24 net.peer=10.0.2.2"
-wait_for user '^probe: serve ready'
+wait_line user out '^probe: serve ready'
 netns_exec "$NS" "$UDPPERF" rr --dest 127.0.0.1 --port "$port" --size 100 --secs 1 \
 	>"$TEST_TMP/user.rr" || fail "user: udpperf rr failed"
 grep -Eq 'trans=[1-9][0-9]* ' "$TEST_TMP/user.rr" ||
