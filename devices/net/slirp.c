@@ -25,11 +25,17 @@ struct slirp_timer {
 	void *cb_opaque;
 };
 
+/* An fd of slirp's poll set that epoll watches. Slots are matched by fd number, so a slot must be
+ * freed (and the fd taken out of epoll) before slirp closes the fd: unregister_poll_fd does that,
+ * or a new socket that gets the same number would be taken for the old one and never be watched.
+ * owner stays set when the slot is freed: an event already fetched for it in the same epoll_wait
+ * batch can still arrive, and only makes slirp look at its sockets once more. */
 struct watched_fd {
 	struct event_source src;
 	struct slirp_be *owner;
 	int fd;
 	uint32_t events;
+	bool used;
 	bool seen; /* still in slirp's poll set after the last refresh */
 };
 
@@ -182,23 +188,28 @@ static void refresh(struct slirp_be *s)
 			      ((s->pfds[i].events & POLLPRI) ? EPOLLPRI : 0);
 		int free_slot = -1, w;
 		for (w = 0; w < MAX_POLLFDS; w++) {
-			if (s->watched[w].owner && s->watched[w].fd == s->pfds[i].fd)
+			if (s->watched[w].used && s->watched[w].fd == s->pfds[i].fd)
 				break;
-			if (!s->watched[w].owner && free_slot < 0)
+			if (!s->watched[w].used && free_slot < 0)
 				free_slot = w;
 		}
 		if (w < MAX_POLLFDS) {
-			if (s->watched[w].events != ev)
-				event_loop_mod_fd(s->be.loop, &s->watched[w].src, ev);
-		} else if (free_slot >= 0) {
-			w = free_slot;
-			s->watched[w].owner = s;
-			s->watched[w].fd = s->pfds[i].fd;
-			if (event_loop_add_fd(s->be.loop, &s->watched[w].src, s->pfds[i].fd, ev,
+			/* A failed change means the fd was closed (and reused) without
+			 * unregister_poll_fd: watch what the number refers to now. */
+			if (s->watched[w].events != ev &&
+			    event_loop_mod_fd(s->be.loop, &s->watched[w].src, ev) &&
+			    event_loop_add_fd(s->be.loop, &s->watched[w].src, s->pfds[i].fd, ev,
 					      fd_event, &s->watched[w])) {
-				s->watched[w].owner = NULL;
+				s->watched[w].used = false;
 				continue;
 			}
+		} else if (free_slot >= 0) {
+			w = free_slot;
+			s->watched[w].fd = s->pfds[i].fd;
+			if (event_loop_add_fd(s->be.loop, &s->watched[w].src, s->pfds[i].fd, ev,
+					      fd_event, &s->watched[w]))
+				continue;
+			s->watched[w].used = true;
 		} else {
 			continue;
 		}
@@ -206,12 +217,21 @@ static void refresh(struct slirp_be *s)
 		s->watched[w].seen = true;
 	}
 	for (int w = 0; w < MAX_POLLFDS; w++) {
-		if (s->watched[w].owner && !s->watched[w].seen) {
+		if (s->watched[w].used && !s->watched[w].seen) {
 			event_loop_del_fd(s->be.loop, &s->watched[w].src);
-			s->watched[w].owner = NULL;
+			s->watched[w].used = false;
 		}
 	}
 	arm_poll_timer(s, timeout);
+}
+
+int slirp_backend_poll_fds(struct net_backend *be, int *fds, int max)
+{
+	struct slirp_be *s = (struct slirp_be *)be;
+	int n = 0;
+	for (int i = 0; i < s->npfds && n < max; i++)
+		fds[n++] = s->pfds[i].fd;
+	return n;
 }
 
 static void run_timers(struct slirp_be *s)
@@ -297,6 +317,21 @@ static void register_poll_fd(int fd, void *opaque)
 	(void)opaque; /* the poll set is rebuilt from slirp_pollfds_fill */
 }
 
+/* slirp is about to close fd (tcp_close, udp_detach, the accept-once listener, hostfwd removal):
+ * stop watching it while it is still open, so that a socket reusing the number is added afresh
+ * by the next refresh. */
+static void unregister_poll_fd(int fd, void *opaque)
+{
+	struct slirp_be *s = opaque;
+	for (int w = 0; w < MAX_POLLFDS; w++) {
+		if (s->watched[w].used && s->watched[w].fd == fd) {
+			event_loop_del_fd(s->be.loop, &s->watched[w].src);
+			s->watched[w].used = false;
+			return;
+		}
+	}
+}
+
 static void notify(void *opaque)
 {
 	struct slirp_be *s = opaque;
@@ -310,7 +345,7 @@ static const SlirpCb callbacks = {
     .timer_free = timer_free,
     .timer_mod = timer_mod,
     .register_poll_fd = register_poll_fd,
-    .unregister_poll_fd = register_poll_fd,
+    .unregister_poll_fd = unregister_poll_fd,
     .notify = notify,
     .timer_new_opaque = timer_new_opaque,
 };
@@ -350,9 +385,11 @@ static int slirp_set_rx_offloads(struct net_backend *be, const struct net_offloa
 static void slirp_destroy(struct net_backend *be)
 {
 	struct slirp_be *s = (struct slirp_be *)be;
-	for (int w = 0; w < MAX_POLLFDS; w++)
-		if (s->watched[w].owner)
+	for (int w = 0; w < MAX_POLLFDS; w++) {
+		if (s->watched[w].used)
 			event_loop_del_fd(s->be.loop, &s->watched[w].src);
+		s->watched[w].used = false; /* slirp_cleanup's unregister_poll_fd finds none */
+	}
 	event_timer_destroy(s->be.loop, &s->poll_timer);
 	slirp_cleanup(s->slirp);
 	while (s->rxq_count) {
@@ -429,6 +466,8 @@ struct net_backend *slirp_backend_open(const struct net_config *cfg, struct even
 	s->be.loop = loop;
 	bottom_half_init(&s->rx_bh, rx_bh_run, s);
 	bottom_half_init(&s->refresh_bh, refresh_bh_run, s);
+	for (int w = 0; w < MAX_POLLFDS; w++)
+		s->watched[w].owner = s;
 	if (event_timer_init(loop, &s->poll_timer, poll_timer_run, s)) {
 		snprintf(err, errlen, "cannot create a timer");
 		free(s);

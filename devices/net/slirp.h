@@ -13,5 +13,8 @@ int slirp_validate(const struct net_config *cfg, char *err, size_t errlen);
 struct net_backend *slirp_backend_open(const struct net_config *cfg, struct event_loop *loop,
 				       const struct net_backend_client *client, char *err,
 				       size_t errlen);
+/* For tests: the fds in slirp's poll set as of the last refresh (at most max); returns how
+ * many. */
+int slirp_backend_poll_fds(struct net_backend *be, int *fds, int max);
 
 #endif

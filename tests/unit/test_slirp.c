@@ -1,0 +1,427 @@
+/* The user-mode backend on a real libslirp, with the test as the guest (frames handed to the
+ * backend's send op) and as the host (a listener on 127.0.0.1, which slirp reaches as
+ * 10.0.2.2). What is checked is that every fd slirp polls is in epoll as the file the number
+ * refers to now: when slirp closes a socket and the next one it opens gets the same number
+ * (a guest's RST and SYN in consecutive frames), the new socket must still be watched. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "devices/net/backend.h"
+#include "devices/net/slirp.h"
+#include "devices/virtio/net.h"
+#include "vmm/event_loop.h"
+
+#define FRAME_MAX 2048
+#define TH_SYN	  0x02
+#define TH_RST	  0x04
+#define TH_ACK	  0x10
+
+static const uint8_t guest_mac[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x56};
+static const uint8_t slirp_mac[6] = {0x52, 0x55, 0x0a, 0x00, 0x02, 0x02};
+
+static struct event_loop loop;
+static struct net_backend *be;
+static int listener = -1;
+static uint16_t host_port;
+
+/* What slirp sent the guest. */
+static bool arp_reply_seen;
+static struct tcp_seen {
+	uint16_t dport;
+	uint8_t flags;
+	uint32_t seq, ack;
+} tcp_seen[64];
+static int ntcp_seen;
+
+/* ---- frames ---- */
+
+static uint16_t csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+static uint32_t csum_add(uint32_t sum, const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (len & 1)
+		sum += (uint32_t)p[len - 1] << 8;
+	return sum;
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)(v >> 16));
+	put16(p + 2, (uint16_t)v);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)get16(p) << 16 | get16(p + 2);
+}
+
+static void put_ip4(uint8_t *p, const char *addr)
+{
+	cr_assert_eq(inet_pton(AF_INET, addr, p), 1);
+}
+
+/* Hand one Ethernet frame (padded to 60 bytes) to the backend, virtio-net header in front. */
+static void guest_send(uint8_t *frame, size_t len)
+{
+	uint8_t hdr[NET_HDR_LEN] = {0};
+	if (len < 60) {
+		memset(frame + len, 0, 60 - len);
+		len = 60;
+	}
+	struct iovec iov[2] = {{hdr, sizeof(hdr)}, {frame, len}};
+	cr_assert_eq(be->ops->send(be, iov, 2), 0);
+}
+
+static size_t eth_header(uint8_t *f, const uint8_t *dst, uint16_t type)
+{
+	memcpy(f, dst, 6);
+	memcpy(f + 6, guest_mac, 6);
+	put16(f + 12, type);
+	return 14;
+}
+
+static void send_arp_request(void)
+{
+	static const uint8_t bcast[6] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+	uint8_t f[64];
+	uint8_t *a = f + eth_header(f, bcast, 0x0806);
+	put16(a, 1);	      /* Ethernet */
+	put16(a + 2, 0x0800); /* IPv4 */
+	a[4] = 6;
+	a[5] = 4;
+	put16(a + 6, 1); /* request */
+	memcpy(a + 8, guest_mac, 6);
+	put_ip4(a + 14, "10.0.2.15");
+	memset(a + 18, 0, 6);
+	put_ip4(a + 24, "10.0.2.2");
+	guest_send(f, 14 + 28);
+}
+
+/* A TCP segment without data from 10.0.2.15:sport to 10.0.2.2:host_port. */
+static void send_tcp(uint16_t sport, uint32_t seq, uint32_t ack, uint8_t flags)
+{
+	uint8_t f[64];
+	uint8_t *ip = f + eth_header(f, slirp_mac, 0x0800);
+	uint8_t *tcp = ip + 20;
+	memset(ip, 0, 40);
+	ip[0] = 0x45;
+	put16(ip + 2, 40);
+	put16(ip + 4, sport);  /* identification */
+	put16(ip + 6, 0x4000); /* DF */
+	ip[8] = 64;
+	ip[9] = IPPROTO_TCP;
+	put_ip4(ip + 12, "10.0.2.15");
+	put_ip4(ip + 16, "10.0.2.2");
+	put16(ip + 10, csum_fold(csum_add(0, ip, 20)));
+	put16(tcp, sport);
+	put16(tcp + 2, host_port);
+	put32(tcp + 4, seq);
+	put32(tcp + 8, ack);
+	tcp[12] = 5 << 4;
+	tcp[13] = flags;
+	put16(tcp + 14, 65535);
+	uint8_t pseudo[12];
+	memcpy(pseudo, ip + 12, 8);
+	pseudo[8] = 0;
+	pseudo[9] = IPPROTO_TCP;
+	put16(pseudo + 10, 20);
+	put16(tcp + 16, csum_fold(csum_add(csum_add(0, pseudo, 12), tcp, 20)));
+	guest_send(f, 14 + 40);
+}
+
+/* ---- the device side: frames from slirp ---- */
+
+static void note_frame(const uint8_t *buf, size_t len)
+{
+	if (len < NET_HDR_LEN + 14)
+		return;
+	const uint8_t *f = buf + NET_HDR_LEN;
+	len -= NET_HDR_LEN;
+	uint16_t type = get16(f + 12);
+	if (type == 0x0806 && len >= 14 + 28 && get16(f + 14 + 6) == 2)
+		arp_reply_seen = true;
+	if (type != 0x0800 || len < 14 + 20 || f[14 + 9] != IPPROTO_TCP)
+		return;
+	const uint8_t *tcp = f + 14 + (f[14] & 0xf) * 4;
+	if (tcp + 20 > f + len || ntcp_seen == 64)
+		return;
+	tcp_seen[ntcp_seen++] = (struct tcp_seen){.dport = get16(tcp + 2),
+						  .flags = tcp[13],
+						  .seq = get32(tcp + 4),
+						  .ack = get32(tcp + 8)};
+}
+
+static void rx_ready(void *opaque)
+{
+	(void)opaque;
+	uint8_t buf[NET_HDR_LEN + FRAME_MAX];
+	ssize_t n;
+	while ((n = be->ops->recv(be, buf, sizeof(buf))) > 0)
+		note_frame(buf, (size_t)n);
+}
+
+static const struct tcp_seen *syn_ack_to(uint16_t sport)
+{
+	for (int i = 0; i < ntcp_seen; i++)
+		if (tcp_seen[i].dport == sport &&
+		    (tcp_seen[i].flags & (TH_SYN | TH_ACK | TH_RST)) == (TH_SYN | TH_ACK))
+			return &tcp_seen[i];
+	return NULL;
+}
+
+/* ---- driving the loop ---- */
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Run the loop until the guest has received a SYN-ACK for sport (generous deadline: this only
+ * bounds a failure, a passing run returns as soon as it arrives). */
+static const struct tcp_seen *run_until_syn_ack(uint16_t sport)
+{
+	double deadline = now_s() + 10;
+	while (!syn_ack_to(sport) && now_s() < deadline)
+		event_loop_run_once(&loop, 100);
+	return syn_ack_to(sport);
+}
+
+/* One pass: the bottom half that slirp_input scheduled lets slirp refresh its poll set. */
+static void run_refresh(void)
+{
+	cr_assert_geq(event_loop_run_once(&loop, 0), 0);
+}
+
+/* ---- the invariant ---- */
+
+static int poll_fds(int *fds)
+{
+	return slirp_backend_poll_fds(be, fds, 256);
+}
+
+static bool in_set(int fd, const int *fds, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (fds[i] == fd)
+			return true;
+	return false;
+}
+
+static ino_t inode_of(int fd)
+{
+	struct stat st;
+	cr_assert_eq(fstat(fd, &st), 0, "fstat(%d): %s", fd, strerror(errno));
+	return st.st_ino;
+}
+
+/* Every fd slirp polls is in the event loop's epoll set, registered for the file the number
+ * refers to now (epoll keys a registration by file and number: /proc/self/fdinfo of the
+ * epoll fd lists "tfd: N ... ino:HEX" per registration). */
+static void assert_poll_set_watched(const char *when)
+{
+	int fds[256], n = poll_fds(fds);
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", loop.epoll_fd);
+	for (int i = 0; i < n; i++) {
+		FILE *f = fopen(path, "r");
+		cr_assert(f, "%s: %s", path, strerror(errno));
+		bool found = false;
+		ino_t want = inode_of(fds[i]);
+		while (!found && fgets(line, sizeof(line), f)) {
+			int tfd;
+			const char *ino = strstr(line, "ino:");
+			if (sscanf(line, "tfd: %d", &tfd) == 1 && tfd == fds[i] && ino &&
+			    (ino_t)strtoull(ino + 4, NULL, 16) == want)
+				found = true;
+		}
+		fclose(f);
+		cr_assert(found,
+			  "%s: fd %d is in slirp's poll set but not in epoll as the file it is now",
+			  when, fds[i]);
+	}
+}
+
+/* ---- set-up ---- */
+
+static void setup(void)
+{
+	cr_assert_eq(event_loop_init(&loop), 0);
+	listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	cr_assert_geq(listener, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	cr_assert_eq(bind(listener, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(listener, 8), 0);
+	cr_assert_eq(getsockname(listener, (struct sockaddr *)&a, &alen), 0);
+	host_port = ntohs(a.sin_port);
+
+	struct net_config cfg;
+	char err[256];
+	cr_assert_eq(net_config_parse("user", &cfg, err, sizeof(err)), 0, "%s", err);
+	struct net_backend_client client = {.rx_ready = rx_ready};
+	be = slirp_backend_open(&cfg, &loop, &client, err, sizeof(err));
+	cr_assert(be, "%s", err);
+	be->ops->set_rx_enabled(be, true);
+	arp_reply_seen = false;
+	ntcp_seen = 0;
+
+	/* The guest announces itself (slirp answers to a MAC it has learned). */
+	send_arp_request();
+	for (int i = 0; i < 10 && !arp_reply_seen; i++)
+		event_loop_run_once(&loop, 0);
+	cr_assert(arp_reply_seen, "slirp answered the guest's ARP request");
+}
+
+static void teardown(void)
+{
+	if (be)
+		be->ops->destroy(be);
+	be = NULL;
+	if (listener >= 0)
+		close(listener);
+	listener = -1;
+	event_loop_destroy(&loop);
+}
+
+TestSuite(slirp, .init = setup, .fini = teardown);
+
+/* Whether some registration in the event loop's epoll set is for the file with inode ino. */
+static bool epoll_watches_inode(ino_t ino)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", loop.epoll_fd);
+	FILE *f = fopen(path, "r");
+	cr_assert(f, "%s: %s", path, strerror(errno));
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		const char *p = strstr(line, "ino:");
+		if (!strncmp(line, "tfd:", 4) && p && (ino_t)strtoull(p + 4, NULL, 16) == ino)
+			found = true;
+	}
+	fclose(f);
+	return found;
+}
+
+/* The guest's two connections: source ports and initial sequence numbers. */
+static const uint16_t sport1 = 40001, sport2 = 40002;
+static const uint32_t isn1 = 1000, isn2 = 5000;
+
+struct scenario {
+	int n_fd;	  /* connection 1's socket, then connection 2's */
+	ino_t old_ino;	  /* connection 1's socket file */
+	int old_file;	  /* the test's own reference to it (hold_old), or -1 */
+	int conn1, conn2; /* the host's ends */
+};
+
+/* Connection 1 is established (its socket, fd N, polled for input); the guest resets it and at
+ * once opens connection 2, whose socket slirp opens before it refreshes its poll set: the
+ * lowest free number, N again. hold_old: the test keeps connection 1's socket file open
+ * through a dup, so that only an explicit EPOLL_CTL_DEL takes it out of epoll. */
+static void reset_and_reconnect(struct scenario *sc, bool hold_old)
+{
+	int before[256], nbefore = poll_fds(before);
+	assert_poll_set_watched("at start");
+
+	send_tcp(sport1, isn1, 0, TH_SYN);
+	const struct tcp_seen *sa = run_until_syn_ack(sport1);
+	cr_assert(sa, "slirp connected connection 1 to the host and answered the guest's SYN");
+	cr_assert_eq(sa->ack, isn1 + 1);
+	uint32_t iss1 = sa->seq;
+	send_tcp(sport1, isn1 + 1, iss1 + 1, TH_ACK);
+	run_refresh();
+	assert_poll_set_watched("connection 1 established");
+
+	/* N: the one fd slirp polls now and did not before (the established socket). */
+	int after[256], nafter = poll_fds(after);
+	sc->n_fd = -1;
+	for (int i = 0; i < nafter; i++) {
+		if (!in_set(after[i], before, nbefore)) {
+			cr_assert_eq(sc->n_fd, -1, "one new socket for connection 1");
+			sc->n_fd = after[i];
+		}
+	}
+	cr_assert_neq(sc->n_fd, -1, "slirp polls connection 1's socket for input");
+	sc->conn1 = accept(listener, NULL, NULL);
+	cr_assert_geq(sc->conn1, 0, "accept connection 1: %s", strerror(errno));
+	sc->old_ino = inode_of(sc->n_fd);
+	sc->old_file = hold_old ? dup(sc->n_fd) : -1;
+	cr_assert(!hold_old || sc->old_file > sc->n_fd);
+
+	/* RST and SYN in consecutive frames, no refresh in between. */
+	send_tcp(sport1, isn1 + 1, iss1 + 1, TH_RST | TH_ACK);
+	send_tcp(sport2, isn2, 0, TH_SYN);
+	run_refresh();
+	int now[256], nnow = poll_fds(now);
+	cr_assert(in_set(sc->n_fd, now, nnow) && inode_of(sc->n_fd) != sc->old_ino,
+		  "precondition: connection 2's socket got fd %d, the number connection 1's had",
+		  sc->n_fd);
+}
+
+/* The observable: connection 2 completes (the host accepts it, the guest gets its SYN-ACK). */
+static void complete_connection_2(struct scenario *sc)
+{
+	const struct tcp_seen *sa = run_until_syn_ack(sport2);
+	cr_assert(sa, "slirp connected connection 2 to the host and answered the guest's SYN");
+	cr_assert_eq(sa->ack, isn2 + 1);
+	sc->conn2 = accept(listener, NULL, NULL);
+	cr_assert_geq(sc->conn2, 0, "accept connection 2: %s", strerror(errno));
+	assert_poll_set_watched("connection 2 answered");
+	close(sc->conn1);
+	close(sc->conn2);
+	if (sc->old_file >= 0)
+		close(sc->old_file);
+}
+
+/* The socket that took over the closed one's number is watched, and its connection completes
+ * through that watch. */
+Test(slirp, socket_reusing_a_closed_fd_number_is_watched)
+{
+	struct scenario sc;
+	reset_and_reconnect(&sc, false);
+	assert_poll_set_watched("after RST and SYN");
+	complete_connection_2(&sc);
+}
+
+/* slirp tells us (unregister_poll_fd) before it closes a socket, and the backend takes it out
+ * of epoll then, while the number still means that socket. Had it not, the registration would
+ * linger as long as anything else holds the file (here the test's dup; the kernel drops it by
+ * itself only with the file's last reference), and nothing would tell refresh() that the
+ * number now means another socket. */
+Test(slirp, closed_socket_leaves_epoll_before_it_is_closed)
+{
+	struct scenario sc;
+	reset_and_reconnect(&sc, true);
+	cr_assert(!epoll_watches_inode(sc.old_ino),
+		  "connection 1's socket (closed by slirp) is still registered in epoll");
+	assert_poll_set_watched("after RST and SYN");
+	complete_connection_2(&sc);
+}
