@@ -144,9 +144,11 @@ static void update_mappings(struct pci_bus *bus, struct pci_device *d)
 		if (!want || b->mapped)
 			continue;
 		if (io_bus_register(bus->mmio, addr, b->size, bar_io, b)) {
-			log_warn("pci %02x.0: BAR%d at 0x%" PRIx64 " overlaps another device; not "
-				 "mapped",
-				 d->slot, i, addr);
+			log_warn_ratelimited(&bus->bar_overlap_log,
+					     "pci %02x.0: BAR%d at 0x%" PRIx64
+					     " overlaps another device; not "
+					     "mapped",
+					     d->slot, i, addr);
 			continue;
 		}
 		b->mapped = true;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "vmm/io_bus.h"
+#include "vmm/log.h"
 
 #define PCI_CFG_SIZE	 256  /* conventional configuration space */
 #define PCI_EXT_CFG_SIZE 4096 /* ECAM window per function; 256..4095 read as 0 */
@@ -110,7 +111,8 @@ struct pci_bus {
 	uint32_t config_address; /* the 0xcf8 latch */
 	struct pci_device *slots[PCI_NR_SLOTS];
 	struct pci_device host_bridge;
-	uint64_t mmio_next, mmio_end; /* VMM BAR placement window */
+	uint64_t mmio_next, mmio_end;	      /* VMM BAR placement window */
+	struct log_ratelimit bar_overlap_log; /* the guest can move BARs onto each other at will */
 };
 
 /* Identity registers: vendor, device, revision, 24-bit class code, subsystem ids. Sets the

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -23,15 +25,22 @@
 #define API_MAX_CLIENTS 16
 #define PAUSE_WAIT_MS	1000
 #define MIB_PAGES	((1u << 20) / BALLOON_PAGE_SIZE)
-/* A client that never reads its responses is dropped past this much queued output. */
+/* A client that never reads its responses is dropped past this much queued output. (Requests
+ * are not read while output is queued, so one read's worth of requests bounds it anyway.) */
 #define API_MAX_PENDING (1u << 20)
+#define NS_PER_S	1000000000ULL
+/* A client with no complete request and no reply bytes taken for this long is dropped. */
+#define API_IDLE_TIMEOUT_NS (10 * NS_PER_S)
+/* accept() out of descriptors with no spare to free: stop accepting for this long. */
+#define API_ACCEPT_PAUSE_NS (NS_PER_S / 5)
 
 struct api_client {
 	struct api_server *server;
 	struct event_source src;
 	int fd;
-	bool in_use;
-	bool closing; /* flush what is queued, then close */
+	bool closing;		 /* flush what is queued, then close */
+	uint64_t last_active_ns; /* last complete request or reply bytes sent */
+	struct api_client *next_closed;
 	char in[API_MAX_LINE + 1];
 	size_t in_len;
 	char *out;
@@ -42,9 +51,26 @@ struct api_server {
 	struct vm *vm;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int fd;
+	uid_t euid;	    /* peers must run as this user (or root) */
+	int spare_fd;	    /* given up at EMFILE to accept and refuse a connection */
+	bool accept_paused; /* out of descriptors with no spare: retried by the timer */
+	uint64_t accept_resume_ns;
 	struct event_source src;
-	struct api_client clients[API_MAX_CLIENTS];
+	struct event_timer timer; /* idle clients and a paused accept */
+	/* Clients are freed only after the current epoll batch, which may still name them. */
+	struct bottom_half reap_bh;
+	struct api_client *clients[API_MAX_CLIENTS];
+	struct api_client *closed;
+	bool stopping; /* the loop no longer runs bottom halves */
+	struct log_ratelimit accept_log, refused_log, evicted_log;
 };
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
 
 /* ---- responses ---- */
 
@@ -278,11 +304,29 @@ char *api_handle_request(struct vm *vm, const char *line, size_t len)
 
 static void client_close(struct api_client *c)
 {
-	event_loop_del_fd(&c->server->vm->loop, &c->src);
+	struct api_server *s = c->server;
+	for (int i = 0; i < API_MAX_CLIENTS; i++)
+		if (s->clients[i] == c)
+			s->clients[i] = NULL;
+	event_loop_del_fd(&s->vm->loop, &c->src);
 	close(c->fd);
+	c->fd = -1;
 	free(c->out);
 	c->out = NULL;
-	c->in_use = false;
+	c->next_closed = s->closed;
+	s->closed = c;
+	if (!s->stopping)
+		bottom_half_schedule(&s->vm->loop, &s->reap_bh);
+}
+
+static void reap_closed(void *opaque)
+{
+	struct api_server *s = opaque;
+	while (s->closed) {
+		struct api_client *c = s->closed;
+		s->closed = c->next_closed;
+		free(c);
+	}
 }
 
 /* Write what is queued; returns -1 if the connection is gone. */
@@ -297,14 +341,17 @@ static int client_flush(struct api_client *c)
 		if (n <= 0)
 			return -1;
 		c->out_off += (size_t)n;
+		c->last_active_ns = monotonic_ns();
 	}
 	if (c->out_off == c->out_len) {
 		free(c->out);
 		c->out = NULL;
 		c->out_len = c->out_off = 0;
 	}
+	/* No EPOLLRDHUP: a half-close shows as EOF once requests are read again, and watching
+	 * it while replies wait for a client that does not read would wake the loop forever. */
 	uint32_t ev = c->out ? EPOLLOUT : (c->closing ? 0 : EPOLLIN);
-	event_loop_mod_fd(&c->server->vm->loop, &c->src, ev | EPOLLRDHUP);
+	event_loop_mod_fd(&c->server->vm->loop, &c->src, ev);
 	return 0;
 }
 
@@ -336,6 +383,7 @@ static void client_lines(struct api_client *c)
 		if (len && c->in[start + len - 1] == '\r')
 			len--; /* tolerate CRLF clients */
 		client_reply(c, api_handle_request(c->server->vm, c->in + start, len));
+		c->last_active_ns = monotonic_ns();
 		start = i + 1;
 	}
 	memmove(c->in, c->in + start, c->in_len - start);
@@ -351,6 +399,8 @@ static void client_lines(struct api_client *c)
 static void client_event(void *opaque, uint32_t events)
 {
 	struct api_client *c = opaque;
+	if (c->fd < 0)
+		return; /* closed earlier in this batch (evicted or timed out) */
 	if (events & EPOLLIN) {
 		for (;;) {
 			ssize_t n = recv(c->fd, c->in + c->in_len, API_MAX_LINE - c->in_len, 0);
@@ -366,14 +416,115 @@ static void client_event(void *opaque, uint32_t events)
 			}
 			c->in_len += (size_t)n;
 			client_lines(c);
-			if (c->closing)
-				break;
+			if (c->closing || c->out)
+				break; /* no more requests until the client takes its replies */
 		}
 	} else if (events & (EPOLLERR | EPOLLHUP)) {
 		c->closing = true;
 	}
 	if (client_flush(c) < 0 || (c->closing && !c->out))
 		client_close(c);
+}
+
+/* Arm the timer for the next idle deadline or the end of an accept pause; now_ns is now. */
+static void server_timer_rearm(struct api_server *s, uint64_t now_ns)
+{
+	uint64_t next = UINT64_MAX;
+	for (int i = 0; i < API_MAX_CLIENTS; i++)
+		if (s->clients[i] && s->clients[i]->last_active_ns + API_IDLE_TIMEOUT_NS < next)
+			next = s->clients[i]->last_active_ns + API_IDLE_TIMEOUT_NS;
+	if (s->accept_paused && s->accept_resume_ns < next)
+		next = s->accept_resume_ns;
+	if (next == UINT64_MAX)
+		event_timer_cancel(&s->timer);
+	else
+		event_timer_arm(&s->timer, next > now_ns ? next - now_ns : 1);
+}
+
+static void server_timer_fired(void *opaque)
+{
+	struct api_server *s = opaque;
+	uint64_t now = monotonic_ns();
+	for (int i = 0; i < API_MAX_CLIENTS; i++) {
+		struct api_client *c = s->clients[i];
+		if (c && now - c->last_active_ns >= API_IDLE_TIMEOUT_NS)
+			client_close(c);
+	}
+	if (s->accept_paused && now >= s->accept_resume_ns) {
+		s->accept_paused = false;
+		event_loop_mod_fd(&s->vm->loop, &s->src, EPOLLIN);
+	}
+	server_timer_rearm(s, now);
+}
+
+/* Best effort: tell a refused client why before closing it. */
+static void refuse(int fd, const char *why)
+{
+	char msg[96];
+	int n = snprintf(msg, sizeof(msg), "{\"ok\":false,\"error\":\"%s\"}\n", why);
+	if (send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* The client goes away without the message. */
+	}
+	close(fd);
+}
+
+/* accept() found no descriptor left. Give up the spare one to take the connection off the
+ * queue and refuse it (else the listening socket stays readable and the loop spins); with no
+ * spare, stop accepting for a while. */
+static void accept_out_of_fds(struct api_server *s, int err)
+{
+	log_warn_ratelimited(&s->accept_log, "control socket: accept: %s; refusing clients",
+			     strerror(err));
+	if (s->spare_fd >= 0) {
+		close(s->spare_fd);
+		s->spare_fd = -1;
+		int fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0)
+			refuse(fd, "minivmm is out of file descriptors");
+		s->spare_fd = eventfd(0, EFD_CLOEXEC);
+		if (fd >= 0 && s->spare_fd >= 0)
+			return;
+	}
+	s->accept_paused = true;
+	s->accept_resume_ns = monotonic_ns() + API_ACCEPT_PAUSE_NS;
+	event_loop_mod_fd(&s->vm->loop, &s->src, 0);
+	server_timer_rearm(s, monotonic_ns());
+}
+
+/* Only minivmm's own user (and root) may drive it, whatever the socket file's mode. */
+static bool peer_allowed(struct api_server *s, int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		log_warn_ratelimited(&s->refused_log, "control socket: SO_PEERCRED: %s",
+				     strerror(errno));
+		return false;
+	}
+	if (cred.uid == s->euid || cred.uid == 0)
+		return true;
+	log_warn_ratelimited(&s->refused_log,
+			     "control socket: refused a client running as uid %u (pid %d); "
+			     "minivmm runs as uid %u",
+			     (unsigned)cred.uid, (int)cred.pid, (unsigned)s->euid);
+	return false;
+}
+
+/* A free slot, or the one of the longest-idle client, which is dropped for the newcomer. */
+static struct api_client **free_slot(struct api_server *s)
+{
+	struct api_client **idlest = NULL;
+	for (int i = 0; i < API_MAX_CLIENTS; i++) {
+		if (!s->clients[i])
+			return &s->clients[i];
+		if (!idlest || s->clients[i]->last_active_ns < (*idlest)->last_active_ns)
+			idlest = &s->clients[i];
+	}
+	log_warn_ratelimited(&s->evicted_log,
+			     "control socket: %d clients connected; dropping the longest idle",
+			     API_MAX_CLIENTS);
+	client_close(*idlest); /* clears the slot */
+	return idlest;
 }
 
 static void accept_event(void *opaque, uint32_t events)
@@ -383,34 +534,36 @@ static void accept_event(void *opaque, uint32_t events)
 	for (;;) {
 		int fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_warn("control socket: accept: %s", strerror(errno));
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				accept_out_of_fds(s, errno);
+			else if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_warn_ratelimited(&s->accept_log, "control socket: accept: %s",
+						     strerror(errno));
 			return;
 		}
-		struct api_client *c = NULL;
-		for (int i = 0; i < API_MAX_CLIENTS && !c; i++)
-			if (!s->clients[i].in_use)
-				c = &s->clients[i];
-		if (!c) {
-			static const char busy[] =
-			    "{\"ok\":false,\"error\":\"too many clients\"}\n";
-			if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
-				/* The client goes away without the message. */
-			}
+		if (!peer_allowed(s, fd)) {
 			close(fd);
 			continue;
 		}
-		memset(c, 0, sizeof(*c));
+		struct api_client *c = calloc(1, sizeof(*c));
+		if (!c) {
+			refuse(fd, "out of memory");
+			continue;
+		}
 		c->server = s;
 		c->fd = fd;
-		if (event_loop_add_fd(&s->vm->loop, &c->src, fd, EPOLLIN | EPOLLRDHUP, client_event,
-				      c)) {
-			close(fd);
+		c->last_active_ns = monotonic_ns();
+		if (event_loop_add_fd(&s->vm->loop, &c->src, fd, EPOLLIN, client_event, c)) {
+			free(c);
+			refuse(fd, "internal error");
 			continue;
 		}
-		c->in_use = true;
+		*free_slot(s) = c;
+		if (!s->timer.armed)
+			server_timer_rearm(s, c->last_active_ns);
 	}
 }
 
@@ -469,14 +622,32 @@ struct api_server *api_server_start(struct vm *vm, const char *path)
 	}
 	s->vm = vm;
 	memcpy(s->path, addr.sun_path, sizeof(s->path));
+	s->euid = geteuid();
+	bottom_half_init(&s->reap_bh, reap_closed, s);
+	s->spare_fd = eventfd(0, EFD_CLOEXEC);
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+	if (s->spare_fd < 0 || s->fd < 0) {
 		log_error("--api-sock %s: %s", path, strerror(errno));
 		goto fail;
 	}
-	if (listen(s->fd, 8) < 0 ||
-	    event_loop_add_fd(&vm->loop, &s->src, s->fd, EPOLLIN, accept_event, s)) {
+	/* bind() creates the file with the umask applied: owner-only from its first moment.
+	 * (No other thread runs yet, so the process-wide umask change affects nothing else.) */
+	mode_t old_umask = umask(0177);
+	int bound = bind(s->fd, (struct sockaddr *)&addr, sizeof(addr));
+	int bind_errno = errno;
+	umask(old_umask);
+	if (bound < 0) {
+		log_error("--api-sock %s: %s", path, strerror(bind_errno));
+		goto fail;
+	}
+	if (listen(s->fd, 8) < 0) {
 		log_error("--api-sock %s: %s", path, strerror(errno));
+		unlink(path);
+		goto fail;
+	}
+	if (event_timer_init(&vm->loop, &s->timer, server_timer_fired, s) ||
+	    event_loop_add_fd(&vm->loop, &s->src, s->fd, EPOLLIN, accept_event, s)) {
+		event_timer_destroy(&vm->loop, &s->timer);
 		unlink(path);
 		goto fail;
 	}
@@ -485,6 +656,8 @@ struct api_server *api_server_start(struct vm *vm, const char *path)
 fail:
 	if (s->fd >= 0)
 		close(s->fd);
+	if (s->spare_fd >= 0)
+		close(s->spare_fd);
 	free(s);
 	return NULL;
 }
@@ -493,13 +666,18 @@ void api_server_stop(struct api_server *s)
 {
 	if (!s)
 		return;
+	s->stopping = true;
 	for (int i = 0; i < API_MAX_CLIENTS; i++)
-		if (s->clients[i].in_use) {
-			client_flush(&s->clients[i]); /* e.g. the answer to "shutdown" */
-			client_close(&s->clients[i]);
+		if (s->clients[i]) {
+			client_flush(s->clients[i]); /* e.g. the answer to "shutdown" */
+			client_close(s->clients[i]);
 		}
+	reap_closed(s); /* the loop has stopped: its bottom halves no longer run */
+	event_timer_destroy(&s->vm->loop, &s->timer);
 	event_loop_del_fd(&s->vm->loop, &s->src);
 	close(s->fd);
+	if (s->spare_fd >= 0)
+		close(s->spare_fd);
 	unlink(s->path);
 	free(s);
 }

@@ -15,7 +15,9 @@ struct api_server;
 
 /* Bind path and serve it on vm->loop. A stale socket file (nobody listening) is replaced; a
  * live one (another minivmm) or a file that is not a socket is refused. NULL (logged) on
- * failure. */
+ * failure. The file is created 0600 and only peers of minivmm's euid or root are served; at
+ * most 16 clients (a newcomer evicts the longest idle), each dropped after 10 s idle. Call
+ * before other threads start (it sets the umask around bind). */
 struct api_server *api_server_start(struct vm *vm, const char *path);
 /* Close every connection and the listening socket and remove the socket file. Call once the
  * event loop has stopped. */

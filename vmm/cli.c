@@ -64,6 +64,24 @@ int parse_size(const char *s, uint64_t *out, char *err, size_t errlen)
 	return 0;
 }
 
+/* file=PATH[,max-size=SIZE]: the last ",max-size=" ends the path (a path may hold commas). */
+static int parse_console_file(struct vm_config *cfg, const char *arg, char *err, size_t errlen)
+{
+	static const char opt[] = ",max-size=";
+	const char *max = NULL;
+	for (const char *p = strstr(arg, opt); p; p = strstr(p + 1, opt))
+		max = p;
+	cfg->console = CONSOLE_FILE;
+	cfg->console_max_bytes = CONSOLE_FILE_DEFAULT_MAX;
+	cfg->console_path = arg;
+	cfg->console_path_len = max ? (size_t)(max - arg) : strlen(arg);
+	if (!max)
+		return 0;
+	if (max == arg)
+		return fail(err, errlen, "invalid --console file=%s (no path)", arg);
+	return parse_size(max + strlen(opt), &cfg->console_max_bytes, err, errlen);
+}
+
 static int parse_cpu_number(const char **p, int max_cpus, long *out, char *err, size_t errlen)
 {
 	if (!isdigit((unsigned char)**p))
@@ -270,9 +288,11 @@ void cli_usage(void)
 	    "  --dtb                  also hand that tree to the guest (setup_data SETUP_DTB)\n"
 	    "\n"
 	    "Console:\n"
-	    "  --console stdio|none|file=PATH\n"
+	    "  --console stdio|none|file=PATH[,max-size=SIZE]\n"
 	    "                         where COM1 goes (default stdio; on a terminal, Ctrl-A x "
-	    "quits)\n"
+	    "quits);\n"
+	    "                         a file stops growing at max-size (default 64M, 0: no "
+	    "cap)\n"
 	    "\n"
 	    "Control:\n"
 	    "  --api-sock PATH        serve the JSON control socket at PATH (see minivmm ctl)\n"
@@ -447,11 +467,12 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 			else if (!strcmp(optarg, "none"))
 				cfg->console = CONSOLE_NONE;
 			else if (!strncmp(optarg, "file=", 5) && optarg[5]) {
-				cfg->console = CONSOLE_FILE;
-				cfg->console_path = optarg + 5;
+				if (parse_console_file(cfg, optarg + 5, err, errlen))
+					return CLI_ERROR;
 			} else {
 				fail(err, errlen,
-				     "invalid --console '%s' (expected stdio, none or file=PATH)",
+				     "invalid --console '%s' (expected stdio, none or "
+				     "file=PATH[,max-size=SIZE])",
 				     optarg);
 				return CLI_ERROR;
 			}

@@ -10,6 +10,8 @@
 
 #define MAX_VCPUS   64
 #define MAX_DEVICES 16
+/* --console file=PATH without max-size: a guest must not fill the host's disk. */
+#define CONSOLE_FILE_DEFAULT_MAX (64ULL << 20)
 
 enum virtio_transport_kind { TRANSPORT_PCI, TRANSPORT_MMIO };
 
@@ -35,10 +37,12 @@ struct vm_config {
 	bool seccomp; /* run under the system-call allow-list (vmm/seccomp.c) */
 	bool quiet;
 	enum console_kind console;
-	const char *console_path;
-	const char *dump_dtb_path; /* --dump-dtb */
-	bool pass_dtb;		   /* --dtb: hand the tree to the guest */
-	const char *api_sock_path; /* --api-sock: the control socket */
+	const char *console_path; /* file=: console_path_len bytes (not NUL-terminated) */
+	size_t console_path_len;
+	uint64_t console_max_bytes; /* file=PATH: output past this is dropped; 0: no cap */
+	const char *dump_dtb_path;  /* --dump-dtb */
+	bool pass_dtb;		    /* --dtb: hand the tree to the guest */
+	const char *api_sock_path;  /* --api-sock: the control socket */
 	struct device_config devices[MAX_DEVICES];
 	int nr_devices;
 	bool io_pinned;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -66,15 +67,23 @@ int console_open(struct console *c, const struct vm_config *cfg)
 	switch (cfg->console) {
 	case CONSOLE_NONE:
 		return 0;
-	case CONSOLE_FILE:
-		c->out_fd = open(cfg->console_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	case CONSOLE_FILE: {
+		char path[PATH_MAX];
+		if (cfg->console_path_len >= sizeof(path)) {
+			log_error("console file path too long");
+			return -1;
+		}
+		memcpy(path, cfg->console_path, cfg->console_path_len);
+		path[cfg->console_path_len] = '\0';
+		c->out_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (c->out_fd < 0) {
-			log_error("cannot open console file %s: %s", cfg->console_path,
-				  strerror(errno));
+			log_error("cannot open console file %s: %s", path, strerror(errno));
 			return -1;
 		}
 		c->owns_out = true;
+		c->out_max = cfg->console_max_bytes;
 		return 0;
+	}
 	case CONSOLE_STDIO:
 		c->out_fd = STDOUT_FILENO;
 		c->in_fd = STDIN_FILENO;
@@ -94,8 +103,19 @@ void console_write(struct console *c, uint8_t byte)
 {
 	if (c->out_fd < 0)
 		return;
+	if (c->out_max && c->out_bytes >= c->out_max) {
+		/* The guest decides how much it prints; the host's disk is not its to fill. */
+		if (!c->out_capped)
+			log_warn("console file reached its max-size (%llu bytes): further guest "
+				 "output is dropped",
+				 (unsigned long long)c->out_max);
+		c->out_capped = true;
+		return;
+	}
 	for (;;) {
 		ssize_t n = write(c->out_fd, &byte, 1);
+		if (n == 1)
+			c->out_bytes++;
 		if (n == 1 || (n < 0 && errno != EINTR && errno != EAGAIN))
 			return; /* a closed or failing console must not stop the guest */
 	}

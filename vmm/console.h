@@ -12,6 +12,9 @@ struct console {
 	int out_fd; /* -1: discard */
 	int in_fd;  /* -1: no input */
 	bool owns_out;
+	/* A file console: what was written, the cap (0: none), whether the cap was logged. */
+	uint64_t out_bytes, out_max;
+	bool out_capped;
 	bool raw_tty;
 	pthread_t input_thread;
 	bool input_running;

@@ -1,7 +1,7 @@
 #include "log.h"
 
-#include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 
 /* The one piece of process-wide state outside the VM: whether --quiet was given. */
 static bool quiet_mode;
@@ -46,5 +46,46 @@ void log_error(const char *fmt, ...)
 	va_list ap;
 	va_start(ap, fmt);
 	vlog("error: ", fmt, ap);
+	va_end(ap);
+}
+
+static bool vwarn_ratelimited(struct log_ratelimit *rl, uint64_t now_ns, const char *fmt,
+			      va_list ap)
+{
+	const uint64_t interval_ns = (uint64_t)LOG_RATELIMIT_INTERVAL_S * 1000000000ULL;
+	if (!rl->started || now_ns - rl->window_start_ns >= interval_ns) {
+		if (rl->suppressed)
+			log_warn("%llu similar messages suppressed",
+				 (unsigned long long)rl->suppressed);
+		rl->started = true;
+		rl->window_start_ns = now_ns;
+		rl->printed = 0;
+		rl->suppressed = 0;
+	}
+	if (rl->printed >= LOG_RATELIMIT_BURST) {
+		rl->suppressed++;
+		return false;
+	}
+	rl->printed++;
+	vlog("warning: ", fmt, ap);
+	return true;
+}
+
+bool log_warn_ratelimited_at(struct log_ratelimit *rl, uint64_t now_ns, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	bool printed = vwarn_ratelimited(rl, now_ns, fmt, ap);
+	va_end(ap);
+	return printed;
+}
+
+void log_warn_ratelimited(struct log_ratelimit *rl, const char *fmt, ...)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn_ratelimited(rl, (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec, fmt, ap);
 	va_end(ap);
 }

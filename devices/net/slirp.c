@@ -54,6 +54,7 @@ struct slirp_be {
 	struct watched_fd watched[MAX_POLLFDS];
 	struct event_timer poll_timer; /* slirp's poll timeout and its own timers */
 	struct slirp_timer timers[MAX_TIMERS];
+	struct log_ratelimit guest_error_log; /* the guest decides how often libslirp complains */
 	uint8_t tx_buf[FRAME_MAX];
 };
 
@@ -269,8 +270,8 @@ static void refresh_bh_run(void *opaque)
 
 static void guest_error(const char *msg, void *opaque)
 {
-	(void)opaque;
-	log_warn("user-mode network: guest error: %s", msg);
+	struct slirp_be *s = opaque;
+	log_warn_ratelimited(&s->guest_error_log, "user-mode network: guest error: %s", msg);
 }
 
 static int64_t clock_get_ns(void *opaque)

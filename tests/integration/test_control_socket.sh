@@ -2,7 +2,10 @@
 # --api-sock and `minivmm ctl`: every command, malformed and hostile input (bad JSON, unknown
 # commands, a client that leaves mid-request, an over-long line), clients one after another
 # and at once, a refused second VMM on a live socket, a stale socket replaced, and the socket
-# file removed at exit. The guest is the probe holding on its serial port.
+# file removed at exit. Hostile clients: the socket is mode 0600 and other users are refused;
+# a flooding, never-reading, half-closed client costs no CPU; idle clients holding every slot
+# are evicted and time out; running out of descriptors refuses clients without a spin or a
+# log flood. The guest is the probe holding on its serial port.
 source "$(dirname "$0")/lib.sh"
 command -v socat >/dev/null || skip "socat is not installed (make deps)"
 
@@ -102,6 +105,97 @@ pids=()
 for i in $(seq 6); do (ctl status >"$TEST_TMP/c$i.out") & pids+=($!); done
 for p in "${pids[@]}"; do wait "$p" || fail "a concurrent client failed"; done
 for i in $(seq 6); do grep -q '"ok":true' "$TEST_TMP/c$i.out" || fail "concurrent client $i"; done
+
+# The socket file is the owner's only, and a peer of another user is refused even when the
+# file lets it connect (SO_PEERCRED).
+[ "$(stat -c %a "$sock")" = 600 ] || fail "socket mode $(stat -c %a "$sock"), expected 600"
+chmod 666 "$sock"
+chmod 711 "$TEST_TMP"
+out=$(printf '{"cmd":"status"}\n' | timeout 10 setpriv --reuid=65534 --regid=65534 \
+	--clear-groups socat -t 2 - "UNIX-CONNECT:$sock" 2>&1)
+chmod 700 "$TEST_TMP"
+chmod 600 "$sock"
+grep -q '"ok":true' <<<"$out" && fail "a client of uid 65534 was served: $out"
+wait_line vm err 'control socket: refused a client running as uid 65534'
+
+# wait_for SECONDS CMD...: poll until CMD succeeds; 1 if it does not within SECONDS.
+wait_for() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.05
+	done
+}
+sockets() { find /proc/$pid/fd -lname 'socket:*' 2>/dev/null | wc -l; }
+sockets_are() { [ "$(sockets)" = "$1" ]; }
+io_ticks() { awk '{print $14 + $15}' "/proc/$pid/task/$iotid/stat"; }
+base=$(sockets)
+
+# A client that floods requests, never reads and half-closes: its replies cannot be written.
+# The I/O thread sleeps meanwhile (no spin) and other clients are served.
+cc -O2 -o "$TEST_TMP/ctl_flood" "$ROOT/tests/integration/ctl_flood.c" ||
+	fail "cannot build ctl_flood"
+"$TEST_TMP/ctl_flood" "$sock" 2000 >"$TEST_TMP/flood.out" 2>&1 &
+flood=$!
+on_exit "kill $flood 2>/dev/null"
+flooded() { grep -q flooded "$TEST_TMP/flood.out"; }
+wait_for 10 flooded || fail "the flooding client did not finish sending: $(cat "$TEST_TMP/flood.out")"
+t0=$(io_ticks)
+sleep 2 # the interval the I/O thread's CPU time is measured over
+t1=$(io_ticks)
+[ $((t1 - t0)) -le 20 ] || fail "I/O thread used $((t1 - t0)) ticks in 2 s with a half-closed flooder"
+out=$(timeout 1 "$MINIVMM" ctl --sock "$sock" status) || fail "no answer within 1 s beside the flooder"
+kill $flood
+wait $flood 2>/dev/null
+wait_for 10 sockets_are "$base" || fail "the flooder's connection was not closed ($(sockets) sockets)"
+
+# Every slot held by an idle client: a newcomer is served (the longest idle one is dropped),
+# and idle clients time out.
+idle=()
+for i in $(seq 16); do
+	socat -u "UNIX-CONNECT:$sock" /dev/null &
+	idle+=($!)
+	on_exit "kill ${idle[-1]} 2>/dev/null"
+	wait_for 10 sockets_are $((base + i)) || fail "idle client $i was not accepted"
+done
+out=$(timeout 2 "$MINIVMM" ctl --sock "$sock" status) || fail "16 idle clients lock out: $out"
+wait_line vm err 'control socket: 16 clients connected; dropping the longest idle'
+first_gone() { ! kill -0 "${idle[0]}" 2>/dev/null; }
+wait_for 5 first_gone || fail "the longest-idle client was not the one dropped"
+alive() { local n=0; for p in "${idle[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done; echo $n; }
+none_alive() { [ "$(alive)" = 0 ]; }
+wait_for 15 none_alive || fail "$(alive) idle clients still connected after 15 s"
+for p in "${idle[@]}"; do wait "$p" 2>/dev/null; done
+
+# Out of file descriptors: connections are refused without a spin or a log flood, and the
+# socket serves again once descriptors are free.
+limit=$(prlimit --pid $pid --nofile --raw --noheadings -o SOFT):
+# The lowest limit that leaves two descriptor numbers free (room for two clients).
+nofile=0 free=0
+while [ $free -lt 2 ]; do
+	[ -e /proc/$pid/fd/$nofile ] || free=$((free + 1))
+	nofile=$((nofile + 1))
+done
+prlimit --pid $pid --nofile=$nofile: || fail "prlimit failed"
+on_exit "prlimit --pid $pid --nofile=$limit 2>/dev/null"
+extra=()
+for i in $(seq 30); do
+	socat -u "UNIX-CONNECT:$sock" /dev/null &
+	extra+=($!)
+	on_exit "kill ${extra[-1]} 2>/dev/null"
+done
+extra_alive() { for p in "${extra[@]}"; do kill -0 "$p" 2>/dev/null && echo; done | wc -l; }
+# Every client still there is one the VMM holds; the others were told no and left.
+only_held_alive() { [ "$(extra_alive)" = $(($(sockets) - base)) ]; }
+wait_for 10 only_held_alive || fail "$(extra_alive) clients alive, $(($(sockets) - base)) held"
+[ "$(extra_alive)" -lt 30 ] || fail "no client was refused"
+n=$(grep -c 'control socket: accept: ' "$TEST_TMP/vm.err")
+[ "$n" -ge 1 ] && [ "$n" -le 12 ] || fail "$n accept warnings (expected 1 to 12)"
+for p in "${extra[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+wait_for 10 sockets_are "$base" || fail "connections left after the clients went ($(sockets))"
+out=$(timeout 2 "$MINIVMM" ctl --sock "$sock" status) || fail "no service after EMFILE: $out"
+prlimit --pid $pid --nofile=$limit
 
 # A second VMM on the live socket is refused (set-up error, exit 2) and leaves it alone.
 run_vmm second 20 --kernel "$FW/probe.elf" --api-sock "$sock" --cmdline "test=boot"

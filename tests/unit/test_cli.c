@@ -107,6 +107,8 @@ Test(cli_parse, defaults_and_values)
 	cr_assert_str_eq(cfg.cmdline, "console=x");
 	cr_assert_eq(cfg.console, CONSOLE_FILE);
 	cr_assert_str_eq(cfg.console_path, "/tmp/out");
+	cr_assert_eq(cfg.console_path_len, 8);
+	cr_assert_eq(cfg.console_max_bytes, 64ULL << 20, "a console file is capped by default");
 	cr_assert_eq(cfg.protocol, BOOT_PVH);
 	cr_assert(cfg.pinned[1] && !cfg.pinned[0]);
 	cr_assert(!cfg.populate, "pre-faulting is opt-in");
@@ -125,6 +127,22 @@ Test(cli_parse, defaults_and_values)
 	cr_assert(!cfg.populate, "the last of the two wins");
 }
 
+Test(cli_parse, console_file_max_size)
+{
+	struct vm_config cfg;
+	char *argv[] = {"minivmm", "--kernel", "k", "--console",
+			"file=/tmp/a,max-size=b,max-size=4K"};
+	cr_assert_eq(parse(&cfg, 5, argv), CLI_RUN, "%s", err);
+	cr_assert_eq(cfg.console, CONSOLE_FILE);
+	/* The last ",max-size=" is the option; what comes before it is the path. */
+	cr_assert_eq(cfg.console_path_len, strlen("/tmp/a,max-size=b"));
+	cr_assert(!strncmp(cfg.console_path, "/tmp/a,max-size=b", cfg.console_path_len));
+	cr_assert_eq(cfg.console_max_bytes, 4096);
+	char *argv2[] = {"minivmm", "--kernel", "k", "--console", "file=/tmp/a,max-size=0"};
+	cr_assert_eq(parse(&cfg, 5, argv2), CLI_RUN, "%s", err);
+	cr_assert_eq(cfg.console_max_bytes, 0, "0: no cap");
+}
+
 Test(cli_parse, rejects_bad_command_lines)
 {
 	struct {
@@ -141,6 +159,9 @@ Test(cli_parse, rejects_bad_command_lines)
 	    {5, {"minivmm", "--kernel", "k", "--memory", "100000K"}, "MiB"},
 	    {5, {"minivmm", "--kernel", "k", "--boot", "efi"}, "--boot"},
 	    {5, {"minivmm", "--kernel", "k", "--console", "file="}, "--console"},
+	    {5, {"minivmm", "--kernel", "k", "--console", "file=,max-size=1K"}, "no path"},
+	    {5, {"minivmm", "--kernel", "k", "--console", "file=x,max-size=lots"}, "invalid size"},
+	    {5, {"minivmm", "--kernel", "k", "--console", "file=x,max-size="}, "invalid size"},
 	    {5, {"minivmm", "--kernel", "k", "--pin", "1=0"}, "vCPU 1"},
 	    {4, {"minivmm", "--kernel", "k", "extra"}, "unexpected argument"},
 	};
