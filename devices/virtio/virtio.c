@@ -75,7 +75,8 @@ static void mark_broken_locked(struct virtio_dev *dev, const char *reason)
 		return;
 	dev->broken = true;
 	dev->status |= VIRTIO_STATUS_DEVICE_NEEDS_RESET;
-	log_warn("%s: guest driver error: %s; device needs reset", dev->label, reason);
+	log_warn_ratelimited(&dev->broken_log, "%s: guest driver error: %s; device needs reset",
+			     dev->label, reason);
 	if (dev->transport && dev->transport->signal_config)
 		dev->transport->signal_config(dev);
 }

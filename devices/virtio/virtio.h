@@ -10,6 +10,7 @@
 
 #include "devices/virtio/virtqueue.h"
 #include "vmm/event_loop.h"
+#include "vmm/log.h"
 
 /* Device status bits (virtio 1.2, 2.1). */
 #define VIRTIO_STATUS_ACKNOWLEDGE	 1
@@ -80,6 +81,8 @@ struct virtio_dev {
 	/* Counters for status and benchmarks: guest kicks (eventfd counts, so kicks that arrive
 	 * together are all counted), I/O-thread wake-ups they caused, interrupts sent. */
 	uint64_t kicks, notifications, interrupts;
+	/* Protocol-violation warnings: a driver looping break/reset must not flood the log. */
+	struct log_ratelimit broken_log;
 	/* At DRIVER_OK: serve buffers made available (and kicked) before it. */
 	struct bottom_half driver_ok_bh;
 };

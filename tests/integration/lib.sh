@@ -83,6 +83,12 @@ wait_line() {
 	fail "$1: no line matching /$3/ in $2"
 }
 
+# thread_ticks PID TID: CPU time (utime + stime) of one thread, in clock ticks.
+thread_ticks() { awk '{print $14 + $15}' "/proc/$1/task/$2/stat"; }
+
+# io_tid NAME: the I/O thread's id, from the start-up line in $TEST_TMP/NAME.err.
+io_tid() { sed -n 's/^minivmm: io thread: tid \([0-9]*\),.*/\1/p' "$TEST_TMP/$1.err"; }
+
 # count_lines NAME FILE REGEX
 count_lines() { grep -Ec -- "$3" "$TEST_TMP/$1.$2" || true; }
 

@@ -14,22 +14,13 @@ ctl() { "$MINIVMM" ctl --sock "$sock" "$@"; }
 # raw TEXT: send TEXT as-is on one connection and print what comes back.
 raw() { printf '%b' "$1" | timeout 10 socat -t 2 - "UNIX-CONNECT:$sock"; }
 
-# wait_line NAME FILE REGEX: bounded wait for a line in $TEST_TMP/NAME.FILE.
-wait_line() {
-	for _ in $(seq 300); do
-		grep -Eq -- "$3" "$TEST_TMP/$1.$2" && return 0
-		sleep 0.1
-	done
-	show "$1"
-	fail "$1: no line matching /$3/ in $2"
-}
-
 fifo=$TEST_TMP/console-in
 mkfifo "$fifo"
 "$MINIVMM" --kernel "$FW/probe.elf" --cpus 2 --rng,transport=mmio --api-sock "$sock" \
 	--cmdline "test=boot expect.cpus=2 hold=serial" <"$fifo" >"$TEST_TMP/vm.out" \
 	2>"$TEST_TMP/vm.err" &
-pid=$!
+VMM_PID=$!
+pid=$VMM_PID
 on_exit "kill -9 $pid 2>/dev/null"
 exec 3>"$fifo"
 wait_line vm out '^probe: holding'
@@ -39,7 +30,7 @@ wait_line vm out '^probe: holding'
 out=$(ctl status) || fail "status failed: $out"
 tid0=$(sed -n 's/^minivmm: vcpu 0: tid \([0-9]*\),.*/\1/p' "$TEST_TMP/vm.err")
 tid1=$(sed -n 's/^minivmm: vcpu 1: tid \([0-9]*\),.*/\1/p' "$TEST_TMP/vm.err")
-iotid=$(sed -n 's/^minivmm: io thread: tid \([0-9]*\),.*/\1/p' "$TEST_TMP/vm.err")
+iotid=$(io_tid vm)
 grep -q '"ok":true' <<<"$out" || fail "status: $out"
 grep -q "{\"index\":1,\"tid\":$tid1,\"cpus\":\"[0-9,-]*\",\"pinned\":false,\"state\":\"running\"}" \
 	<<<"$out" || fail "status lacks vCPU 1 (tid $tid1): $out"
@@ -129,7 +120,6 @@ wait_for() {
 }
 sockets() { find /proc/$pid/fd -lname 'socket:*' 2>/dev/null | wc -l; }
 sockets_are() { [ "$(sockets)" = "$1" ]; }
-io_ticks() { awk '{print $14 + $15}' "/proc/$pid/task/$iotid/stat"; }
 base=$(sockets)
 
 # A client that floods requests, never reads and half-closes: its replies cannot be written.
@@ -141,9 +131,9 @@ flood=$!
 on_exit "kill $flood 2>/dev/null"
 flooded() { grep -q flooded "$TEST_TMP/flood.out"; }
 wait_for 10 flooded || fail "the flooding client did not finish sending: $(cat "$TEST_TMP/flood.out")"
-t0=$(io_ticks)
+t0=$(thread_ticks $pid "$iotid")
 sleep 2 # the interval the I/O thread's CPU time is measured over
-t1=$(io_ticks)
+t1=$(thread_ticks $pid "$iotid")
 [ $((t1 - t0)) -le 20 ] || fail "I/O thread used $((t1 - t0)) ticks in 2 s with a half-closed flooder"
 out=$(timeout 1 "$MINIVMM" ctl --sock "$sock" status) || fail "no answer within 1 s beside the flooder"
 kill $flood
