@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "file_util.h"
 #include "devices/virtio/balloon.h"
 #include "json.h"
 #include "log.h"
@@ -41,6 +42,8 @@ struct api_client {
 struct api_server {
 	struct vm *vm;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int dir_fd;	  /* the socket's directory: removal still works after --jail's chroot */
+	const char *name; /* the socket's name in it (in path) */
 	int fd;
 	struct event_source src;
 	struct api_client clients[API_MAX_CLIENTS];
@@ -480,6 +483,7 @@ struct api_server *api_server_start(struct vm *vm, const char *path)
 		unlink(path);
 		goto fail;
 	}
+	s->dir_fd = open_parent_dir(s->path, &s->name);
 	log_info("control socket: %s", path);
 	return s;
 fail:
@@ -500,6 +504,9 @@ void api_server_stop(struct api_server *s)
 		}
 	event_loop_del_fd(&s->vm->loop, &s->src);
 	close(s->fd);
-	unlink(s->path);
+	if (unlinkat(s->dir_fd, s->name, 0) < 0)
+		log_warn("control socket %s left behind: %s", s->path, strerror(errno));
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
 	free(s);
 }

@@ -24,6 +24,7 @@
 #include "devices/serial.h"
 #include "fdt.h"
 #include "file_util.h"
+#include "jail.h"
 #include "log.h"
 #include "seccomp.h"
 #include "vcpu.h"
@@ -275,6 +276,16 @@ int main(int argc, char **argv)
 	if (cfg.api_sock_path && !(api = api_server_start(&vm, cfg.api_sock_path))) {
 		status = EXIT_USAGE;
 		goto out_vcpus;
+	}
+	/* Everything is open and bound: nothing below needs the file system or root. */
+	if (cfg.jail.enabled) {
+		if (jail_enter(&cfg.jail, err, sizeof(err))) {
+			log_error("%s", err);
+			status = EXIT_USAGE;
+			goto out_vcpus;
+		}
+		log_info("jail: chroot %s, uid %u, gid %u", cfg.jail.dir, (unsigned)cfg.jail.uid,
+			 (unsigned)cfg.jail.gid);
 	}
 	/* Everything is open and loaded: from here on, only what running the guest needs. Every
 	 * thread gets the process filter now; the I/O and vCPU threads narrow theirs as they

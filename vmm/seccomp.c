@@ -2,11 +2,11 @@
  * Seccomp allow-lists, one per thread role (see seccomp.h), built from the tables below: each
  * entry says which roles use it and which configured device it is for, so a VM without
  * --net user has no socket calls, one without an io_uring disk no io_uring_enter, and only the
- * main thread, with a control socket, may unlink. ioctl is allowed by request number: the KVM
- * calls a running VM makes, TUNSETOFFLOAD, libslirp's FIONREAD and the terminal get/set the
- * console uses (never TIOCSTI). Set-up calls (KVM_CREATE_*, TUNSETIFF, BLKGETSIZE64, opening
- * files) happen before the filters and are not allowed at all. A refused call traps: the
- * process reports the call and exits.
+ * main thread, with a control socket, may unlink; only libslirp (its resolv.conf) may open. ioctl
+ * is allowed by request number: the KVM calls a running VM makes, TUNSETOFFLOAD, libslirp's
+ * FIONREAD and the terminal get/set the console uses (never TIOCSTI). Set-up calls (KVM_CREATE_*,
+ * TUNSETIFF, BLKGETSIZE64, opening files) happen before the filters and are not allowed at all. A
+ * refused call traps: the process reports the call and exits.
  */
 #include "seccomp.h"
 
@@ -131,7 +131,7 @@ static const struct syscall_rule syscalls[] = {
     {"accept4", IO, CONTROL_SOCKET},
     {"sendto", IO, CONTROL_SOCKET},
     {"recvfrom", IO, CONTROL_SOCKET},
-    {"unlink", MAIN, CONTROL_SOCKET},
+    {"unlinkat", MAIN, CONTROL_SOCKET}, /* through a directory fd: works after --jail too */
 };
 
 struct ioctl_rule {
@@ -258,6 +258,15 @@ static int add_rules(scmp_filter_ctx ctx, const struct seccomp_needs *have, unsi
 		if (add(ctx, SCMP_ACT_ALLOW, "ioctl", 1, &request, err, errlen))
 			return -1;
 	}
+	/* libslirp reads /etc/resolv.conf at DNS lookups: read-only, and only relative to the
+	 * (possibly jailed) root, never through a descriptor of a directory outside it. */
+	const struct scmp_arg_cmp resolv_conf[] = {
+	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, (uint32_t)AT_FDCWD),
+	    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY),
+	};
+	if ((role & IO) && have->user_net &&
+	    add(ctx, SCMP_ACT_ALLOW, "openat", 2, resolv_conf, err, errlen))
+		return -1;
 	if (!(role & START))
 		return 0;
 	const struct scmp_arg_cmp thread_only =

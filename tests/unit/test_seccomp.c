@@ -324,13 +324,13 @@ Test(seccomp, io_uring_only_with_a_disk_on_it)
 
 static void unlink_probe(void)
 {
-	unlink(UNLINK_PROBE);
+	unlinkat(AT_FDCWD, UNLINK_PROBE, 0);
 	_exit(9);
 }
 
 static void unlink_works(void)
 {
-	if (unlink(UNLINK_PROBE))
+	if (unlinkat(AT_FDCWD, UNLINK_PROBE, 0))
 		_exit(10);
 }
 
@@ -348,12 +348,12 @@ Test(seccomp, unlink_only_on_the_main_thread_with_a_control_socket)
 	create_probe();
 	policy.needs = (struct seccomp_needs){.user_net = true, .control_socket = true};
 	role = SECCOMP_IO;
-	expect_refused(unlink_probe, (int)SYS_unlink, out, sizeof(out));
+	expect_refused(unlink_probe, (int)SYS_unlinkat, out, sizeof(out));
 	role = SECCOMP_VCPU;
-	expect_refused(unlink_probe, (int)SYS_unlink, out, sizeof(out));
+	expect_refused(unlink_probe, (int)SYS_unlinkat, out, sizeof(out));
 	policy.needs.control_socket = false;
 	role = SECCOMP_MAIN;
-	expect_refused(unlink_probe, (int)SYS_unlink, out, sizeof(out));
+	expect_refused(unlink_probe, (int)SYS_unlinkat, out, sizeof(out));
 	bool still_there = access(UNLINK_PROBE, F_OK) == 0;
 	policy.needs.control_socket = true;
 	int status = run_filtered(unlink_works, out, sizeof(out));
@@ -362,4 +362,41 @@ Test(seccomp, unlink_only_on_the_main_thread_with_a_control_socket)
 	cr_assert(still_there, "a refused unlink removed the file");
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x: %s", status, out);
 	cr_assert(removed);
+}
+
+static void open_resolv_conf(void)
+{
+	int fd = openat(AT_FDCWD, "/etc/hostname", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		_exit(10);
+	close(fd);
+}
+
+static int etc_fd = -1;
+
+static void open_etc(void)
+{
+	etc_fd = open("/etc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+static void open_through_a_directory(void)
+{
+	openat(etc_fd, "hostname", O_RDONLY | O_CLOEXEC);
+	_exit(9);
+}
+
+Test(seccomp, user_networking_reads_files_only_from_the_root)
+{
+	skip_under_sanitizers();
+	char out[512];
+	policy.needs = (struct seccomp_needs){.user_net = true};
+	role = SECCOMP_IO;
+	int status = run_filtered(open_resolv_conf, out, sizeof(out));
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x: %s", status, out);
+	prepare = open_etc;
+	expect_refused(open_through_a_directory, (int)SYS_openat, out, sizeof(out));
+	prepare = NULL;
+	expect_refused(open_for_writing, (int)SYS_openat, out, sizeof(out));
+	role = SECCOMP_VCPU;
+	expect_refused(open_read_only, (int)SYS_openat, out, sizeof(out));
 }
