@@ -2,7 +2,8 @@
  * Seccomp allow-lists, one per thread role (see seccomp.h), built from the tables below: each
  * entry says which roles use it and which configured device it is for, so a VM without
  * --net user has no socket calls, one without an io_uring disk no io_uring_enter, and only the
- * main thread, with a control socket, may unlink; only libslirp (its resolv.conf) may open. ioctl
+ * main thread, with a control socket, may unlink; only libslirp (its resolv.conf) may open a
+ * file, other read-only opens fail with EACCES. ioctl
  * is allowed by request number: the KVM calls a running VM makes, TUNSETOFFLOAD, libslirp's
  * FIONREAD and the terminal get/set the console uses (never TIOCSTI). Set-up calls (KVM_CREATE_*,
  * TUNSETIFF, BLKGETSIZE64, opening files) happen before the filters and are not allowed at all. A
@@ -258,14 +259,21 @@ static int add_rules(scmp_filter_ctx ctx, const struct seccomp_needs *have, unsi
 		if (add(ctx, SCMP_ACT_ALLOW, "ioctl", 1, &request, err, errlen))
 			return -1;
 	}
-	/* libslirp reads /etc/resolv.conf at DNS lookups: read-only, and only relative to the
-	 * (possibly jailed) root, never through a descriptor of a directory outside it. */
-	const struct scmp_arg_cmp resolv_conf[] = {
+	/* Files are opened at set-up only. Two libraries read one later: libslirp reads
+	 * /etc/resolv.conf at DNS lookups (allowed: read-only, relative to the possibly jailed
+	 * root, never through a descriptor of a directory outside it), and glibc's malloc reads
+	 * /proc/sys/vm/overcommit_memory the first time a thread's arena shrinks (answered
+	 * EACCES, which malloc takes as "do not shrink": refusing it must not stop the VMM).
+	 * Opening for writing traps. */
+	const struct scmp_arg_cmp read_only =
+	    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY);
+	const struct scmp_arg_cmp from_the_root[] = {
 	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, (uint32_t)AT_FDCWD),
-	    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY),
+	    read_only,
 	};
-	if ((role & IO) && have->user_net &&
-	    add(ctx, SCMP_ACT_ALLOW, "openat", 2, resolv_conf, err, errlen))
+	if ((role & IO) && have->user_net
+		? add(ctx, SCMP_ACT_ALLOW, "openat", 2, from_the_root, err, errlen)
+		: add(ctx, SCMP_ACT_ERRNO(EACCES), "openat", 1, &read_only, err, errlen))
 		return -1;
 	if (!(role & START))
 		return 0;
