@@ -91,6 +91,7 @@ static const struct syscall_rule syscalls[] = {
     {"sched_yield", ANY, ALWAYS},
     {"sched_getaffinity", MAIN | IO | START, ALWAYS}, /* IO: the control socket's status */
     {"sched_setaffinity", START, ALWAYS},
+    {"setpriority", START, ALWAYS}, /* populate: lowest priority */
     {"nanosleep", ANY, ALWAYS},
     {"clock_nanosleep", ANY, ALWAYS},
     {"clock_gettime", ANY, ALWAYS},
