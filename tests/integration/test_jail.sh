@@ -20,7 +20,8 @@ mkfifo "$fifo"
 # run unjailed (test_sandbox.sh) keeps the leak check.
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
 	"$MINIVMM" --kernel "$FW/probe.bzImage" --cpus 2 --memory 256M --populate \
-	--net user,transport=mmio --disk "path=$disk" --rng --balloon --api-sock "$sock" --jail "$jail,uid=65534,gid=65534" \
+	--net user,transport=mmio --disk "path=$disk" --rng --balloon --api-sock "$sock" \
+	--jail "$jail,uid=65534,gid=65534" \
 	--cmdline "test=demo hold=serial" <"$fifo" >"$TEST_TMP/vm.out" 2>"$TEST_TMP/vm.err" &
 pid=$!
 on_exit "kill -9 $pid 2>/dev/null"

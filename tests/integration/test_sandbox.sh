@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every device under its thread's seccomp filter at once, RAM pre-faulted (--populate): the
 # probe's demo (disk on io_uring, rng, ping over user-mode networking) with a balloon and a
-# control socket, which the main thread removes at exit. A refused call would end the VMM with status 1.
+# control socket, which the main thread removes at exit. A refused call would end the VMM with
+# status 1.
 source "$(dirname "$0")/lib.sh"
 
 disk=$TEST_TMP/disk.img
