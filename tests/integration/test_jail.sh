@@ -8,6 +8,13 @@ source "$(dirname "$0")/lib.sh"
 
 jail=$TEST_TMP/jail
 mkdir -m 755 "$jail"
+# A jail with something in it is refused before anything starts.
+touch "$jail/planted"
+run_vmm not-empty 20 --kernel "$FW/probe.elf" --jail "$jail,uid=65534,gid=65534"
+expect_status not-empty 2
+expect_line not-empty err "--jail $jail: not empty"
+rm "$jail/planted"
+
 sockdir=$TEST_TMP/run
 mkdir -m 700 "$sockdir"
 chown 65534:65534 "$sockdir"
