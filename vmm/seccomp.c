@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <linux/if_tun.h>
 #include <linux/kvm.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -98,7 +99,6 @@ static const struct syscall_rule syscalls[] = {
     {"gettimeofday", ANY, ALWAYS},
     {"getrandom", ANY, ALWAYS},
     {"restart_syscall", ANY, ALWAYS},
-    {"seccomp", START, ALWAYS}, /* a thread narrowing itself: a filter only ever restricts */
     /* signals */
     {"rt_sigprocmask", ANY, ALWAYS},
     {"rt_sigreturn", ANY, ALWAYS},
@@ -282,7 +282,12 @@ static int add_rules(scmp_filter_ctx ctx, const struct seccomp_needs *have, unsi
 	    SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
 	const struct scmp_arg_cmp set_name = SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME);
 	const struct scmp_arg_cmp no_new_privs = SCMP_A0(SCMP_CMP_EQ, PR_SET_NO_NEW_PRIVS);
-	if (add(ctx, SCMP_ACT_ALLOW, "clone", 1, &thread_only, err, errlen) ||
+	/* A thread narrowing itself: a plain filter on the calling thread (no TSYNC, no listener);
+	 * a filter only ever restricts. */
+	const struct scmp_arg_cmp own_filter[] = {SCMP_A0(SCMP_CMP_EQ, SECCOMP_SET_MODE_FILTER),
+						  SCMP_A1(SCMP_CMP_EQ, 0)};
+	if (add(ctx, SCMP_ACT_ALLOW, "seccomp", 2, own_filter, err, errlen) ||
+	    add(ctx, SCMP_ACT_ALLOW, "clone", 1, &thread_only, err, errlen) ||
 	    add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err, errlen) ||
 	    add(ctx, SCMP_ACT_ALLOW, "prctl", 1, &set_name, err, errlen) ||   /* thread names */
 	    add(ctx, SCMP_ACT_ALLOW, "prctl", 1, &no_new_privs, err, errlen)) /* seccomp_load */

@@ -410,3 +410,16 @@ Test(seccomp, user_networking_reads_files_only_from_the_root)
 	role = SECCOMP_VCPU;
 	expect_exit_0(read_only_open_fails);
 }
+
+static void filter_every_thread(void)
+{
+	syscall(SYS_seccomp, 1 /* SECCOMP_SET_MODE_FILTER */, 1 /* FLAG_TSYNC */, NULL);
+	_exit(9);
+}
+
+Test(seccomp, a_thread_may_narrow_only_itself)
+{
+	skip_under_sanitizers();
+	char out[512];
+	expect_refused(filter_every_thread, (int)SYS_seccomp, out, sizeof(out));
+}
