@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "file_util.h"
 #include "devices/virtio/balloon.h"
 #include "json.h"
 #include "log.h"
@@ -50,6 +51,8 @@ struct api_client {
 struct api_server {
 	struct vm *vm;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int dir_fd;	  /* the socket's directory: removal still works after --jail's chroot */
+	const char *name; /* the socket's name in it (in path) */
 	int fd;
 	uid_t euid;	    /* peers must run as this user (or root) */
 	int spare_fd;	    /* given up at EMFILE to accept and refuse a connection */
@@ -651,6 +654,7 @@ struct api_server *api_server_start(struct vm *vm, const char *path)
 		unlink(path);
 		goto fail;
 	}
+	s->dir_fd = open_parent_dir(s->path, &s->name);
 	log_info("control socket: %s", path);
 	return s;
 fail:
@@ -678,6 +682,9 @@ void api_server_stop(struct api_server *s)
 	close(s->fd);
 	if (s->spare_fd >= 0)
 		close(s->spare_fd);
-	unlink(s->path);
+	if (unlinkat(s->dir_fd, s->name, 0) < 0)
+		log_warn("control socket %s left behind: %s", s->path, strerror(errno));
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
 	free(s);
 }

@@ -10,6 +10,7 @@
 
 #include "device_registry.h"
 #include "seccomp.h"
+#include "jail.h"
 #include "log.h"
 #include "options.h"
 
@@ -300,6 +301,8 @@ void cli_usage(void)
 	    "Other:\n"
 	    "  --seccomp on|off       system-call allow-list once the VM is set up (default on;\n"
 	    "                         off in sanitizer builds)\n"
+	    "  --jail DIR,uid=N,gid=N once set up, chroot into DIR (empty, root's) and run as\n"
+	    "                         uid/gid N (needs root; see Sandboxing in README.md)\n"
 	    "  --quiet                no informational messages on stderr\n"
 	    "  --help                 this text\n"
 	    "  --version              print the version\n"
@@ -325,6 +328,7 @@ enum {
 	OPT_DTB,
 	OPT_API_SOCK,
 	OPT_SECCOMP,
+	OPT_JAIL,
 	OPT_QUIET,
 	OPT_HELP,
 	OPT_VERSION,
@@ -372,6 +376,7 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 	    {"dtb", no_argument, NULL, OPT_DTB},
 	    {"api-sock", required_argument, NULL, OPT_API_SOCK},
 	    {"seccomp", required_argument, NULL, OPT_SECCOMP},
+	    {"jail", required_argument, NULL, OPT_JAIL},
 	    {"quiet", no_argument, NULL, OPT_QUIET},
 	    {"help", no_argument, NULL, OPT_HELP},
 	    {"version", no_argument, NULL, OPT_VERSION},
@@ -502,6 +507,10 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 				return CLI_ERROR;
 			}
 			cfg->seccomp = !strcmp(optarg, "on");
+			break;
+		case OPT_JAIL:
+			if (jail_parse(optarg, &cfg->jail, err, errlen))
+				return CLI_ERROR;
 			break;
 		case OPT_QUIET:
 			cfg->quiet = true;

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "arch/x86/boot.h"
 
@@ -22,6 +23,16 @@ struct device_config {
 	const struct device_kind_desc *kind;
 	enum virtio_transport_kind transport;
 	void *parsed; /* the device's own options, from kind->parse */
+};
+
+#define JAIL_DIR_MAX 256
+
+/* --jail: chroot and unprivileged ids once the VM is set up (vmm/jail.h). */
+struct jail_config {
+	bool enabled;
+	char dir[JAIL_DIR_MAX];
+	uid_t uid;
+	gid_t gid;
 };
 
 enum console_kind { CONSOLE_STDIO, CONSOLE_NONE, CONSOLE_FILE };
@@ -43,6 +54,7 @@ struct vm_config {
 	const char *dump_dtb_path;  /* --dump-dtb */
 	bool pass_dtb;		    /* --dtb: hand the tree to the guest */
 	const char *api_sock_path;  /* --api-sock: the control socket */
+	struct jail_config jail;
 	struct device_config devices[MAX_DEVICES];
 	int nr_devices;
 	bool io_pinned;

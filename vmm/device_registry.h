@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct seccomp_needs;
 struct virtio_slot;
 struct vm;
 
@@ -21,6 +22,9 @@ struct device_kind_desc {
 	 * Returns 0 or -1 (logged). */
 	int (*create)(struct virtio_slot *slot, struct vm *vm, const char *label);
 	void (*destroy)(struct virtio_slot *slot);
+	/* Optional: mark what the device needs from the host while the guest runs (system calls
+	 * the seccomp filters must keep, vmm/seccomp.h), from its parsed options. */
+	void (*seccomp_needs)(const void *parsed, struct seccomp_needs *needs);
 };
 
 #define MAX_DEVICE_KINDS 16

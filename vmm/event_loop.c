@@ -227,9 +227,13 @@ static void *loop_thread(void *arg)
 	pthread_setname_np(pthread_self(), "io"); /* for top -H, perf and /proc */
 	if (loop->pinned && sched_setaffinity(0, sizeof(loop->pin), &loop->pin) < 0) {
 		log_error("cannot pin the I/O thread: %s", strerror(errno));
-		loop->pin_failed = true;
+		loop->start_failed = true;
 	}
+	if (!loop->start_failed && loop->on_start && loop->on_start(loop->on_start_opaque))
+		loop->start_failed = true;
 	sem_post(&loop->started);
+	if (loop->start_failed)
+		return NULL;
 	while (!loop->stop) {
 		if (event_loop_run_once(loop, -1) < 0)
 			break;
@@ -237,8 +241,11 @@ static void *loop_thread(void *arg)
 	return NULL;
 }
 
-int event_loop_start(struct event_loop *loop, const cpu_set_t *cpus)
+int event_loop_start(struct event_loop *loop, const cpu_set_t *cpus, int (*on_start)(void *),
+		     void *opaque)
 {
+	loop->on_start = on_start;
+	loop->on_start_opaque = opaque;
 	loop->stop = false;
 	loop->pinned = cpus != NULL;
 	if (cpus)
@@ -253,7 +260,7 @@ int event_loop_start(struct event_loop *loop, const cpu_set_t *cpus)
 	while (sem_wait(&loop->started) < 0 && errno == EINTR)
 		;
 	loop->running = true;
-	return loop->pin_failed ? -1 : 0;
+	return loop->start_failed ? -1 : 0;
 }
 
 void event_loop_stop(struct event_loop *loop)

@@ -46,7 +46,9 @@ struct event_loop {
 	pthread_t thread;
 	pid_t tid;
 	sem_t started;
-	bool pinned, pin_failed;
+	bool pinned, start_failed;
+	int (*on_start)(void *opaque); /* run on the new thread before its first event */
+	void *on_start_opaque;
 	cpu_set_t pin;
 	bool running;
 	volatile bool stop;
@@ -71,8 +73,11 @@ void event_timer_arm(struct event_timer *t, uint64_t ns);
 void event_timer_cancel(struct event_timer *t);
 void event_timer_destroy(struct event_loop *loop, struct event_timer *t);
 
-/* Run the loop on a new thread, pinned to cpus when given. Returns 0 or -1 (logged). */
-int event_loop_start(struct event_loop *loop, const cpu_set_t *cpus);
+/* Run the loop on a new thread, pinned to cpus when given. on_start (may be NULL) runs on that
+ * thread before it handles any event (its seccomp filter); when it fails (returns -1, logged)
+ * the thread ends. Returns 0 or -1 (logged). */
+int event_loop_start(struct event_loop *loop, const cpu_set_t *cpus, int (*on_start)(void *),
+		     void *opaque);
 /* Stop and join the thread. */
 void event_loop_stop(struct event_loop *loop);
 /* Run one iteration on the calling thread (unit tests); timeout_ms as for epoll_wait. */

@@ -24,6 +24,7 @@
 #include "devices/serial.h"
 #include "fdt.h"
 #include "file_util.h"
+#include "jail.h"
 #include "log.h"
 #include "seccomp.h"
 #include "vcpu.h"
@@ -176,6 +177,16 @@ static void log_io_thread(struct vm *vm)
 		 vm->cfg->io_pinned ? " (pinned)" : "");
 }
 
+/* The I/O thread narrows its own system calls before it handles an event. */
+static int install_io_filter(void *opaque)
+{
+	char err[160];
+	if (seccomp_install(opaque, SECCOMP_IO, err, sizeof(err)) == 0)
+		return 0;
+	log_error("I/O thread: %s", err);
+	return -1;
+}
+
 /* Block until a guest outcome or a termination signal. */
 static void wait_for_stop(struct vm *vm, int sig_fd)
 {
@@ -228,6 +239,7 @@ int main(int argc, char **argv)
 	struct console console;
 	struct boot_entry entry;
 	struct api_server *api = NULL;
+	struct seccomp_policy sandbox = {.on_violation = console_restore_terminal};
 	int status = EXIT_USAGE;
 
 	/* The guest's command line: the user's, then entries announcing virtio-mmio devices. */
@@ -265,20 +277,40 @@ int main(int argc, char **argv)
 		status = EXIT_USAGE;
 		goto out_vcpus;
 	}
-	/* Everything is open and loaded: from here on, only what running the guest needs. */
-	if (cfg.seccomp && seccomp_install(console_restore_terminal, err, sizeof(err))) {
+	/* Everything is open and bound: nothing below needs the file system or root. */
+	if (cfg.jail.enabled) {
+		if (jail_enter(&cfg.jail, err, sizeof(err))) {
+			log_error("%s", err);
+			status = EXIT_USAGE;
+			goto out_vcpus;
+		}
+		log_info("jail: chroot %s, uid %u, gid %u", cfg.jail.dir, (unsigned)cfg.jail.uid,
+			 (unsigned)cfg.jail.gid);
+	}
+	/* Everything is open and loaded: from here on, only what running the guest needs. Every
+	 * thread gets the process filter now; the I/O and vCPU threads narrow theirs as they
+	 * start, the main thread once it has started them all. */
+	virtio_devices_seccomp_needs(&cfg, &sandbox.needs);
+	sandbox.needs.control_socket = api != NULL;
+	if (cfg.seccomp && seccomp_install(&sandbox, SECCOMP_PROCESS, err, sizeof(err))) {
 		log_error("%s (--seccomp off runs without the filter)", err);
 		goto out_vcpus;
 	}
-	log_info("seccomp: %s", cfg.seccomp	       ? "system-call allow-list installed"
+	vm.seccomp = cfg.seccomp ? &sandbox : NULL;
+	log_info("seccomp: %s", cfg.seccomp	       ? "system-call allow-lists installed"
 				: seccomp_default_on() ? "off (--seccomp off)"
 						       : "off (sanitizer build)");
-	if (event_loop_start(&vm.loop, cfg.io_pinned ? &cfg.io_pin_set : NULL))
+	if (event_loop_start(&vm.loop, cfg.io_pinned ? &cfg.io_pin_set : NULL,
+			     vm.seccomp ? install_io_filter : NULL, &sandbox))
 		goto out_vcpus;
 	log_io_thread(&vm);
 	if (vcpus_start(&vm))
 		goto out_vcpus;
 	guest_mem_start_populate(&vm.mem);
+	if (vm.seccomp && seccomp_install(&sandbox, SECCOMP_MAIN, err, sizeof(err))) {
+		log_error("main thread: %s", err);
+		goto out_vcpus;
+	}
 	wait_for_stop(&vm, sig_fd);
 	status = vm.exit_status;
 out_vcpus:

@@ -1,115 +1,164 @@
 /*
- * Seccomp allow-list. Installed once the VM is built (files, /dev/kvm, taps, disks, sockets
- * opened; guest loaded) and before the vCPU and I/O threads start, on every thread at once
- * (TSYNC); threads started later inherit it. What stays allowed is what running a guest
- * needs: KVM and device I/O (ioctl, read/write families, io_uring_enter), the event loop
- * (epoll, eventfd, timerfd), memory (mmap family, madvise for the balloon and pre-faulting),
- * threads (clone with CLONE_THREAD only; clone3 answers ENOSYS, so glibc falls back to
- * clone, whose flags a filter can see), the control socket and libslirp's sockets, the
- * fdatasync/fallocate of the blk worker fallback, read-only openat (glibc reads locale
- * data for strerror), and prctl(PR_SET_NAME) for thread names. Everything else (execve, fork,
- * ptrace, opening files for writing, mount, ...) traps: the process reports the call and exits.
+ * Seccomp allow-lists, one per thread role (see seccomp.h), built from the tables below: each
+ * entry says which roles use it and which configured device it is for, so a VM without
+ * --net user has no socket calls, one without an io_uring disk no io_uring_enter, and only the
+ * main thread, with a control socket, may unlink; only libslirp (its resolv.conf) may open a
+ * file, other read-only opens fail with EACCES. ioctl
+ * is allowed by request number: the KVM calls a running VM makes, TUNSETOFFLOAD, libslirp's
+ * FIONREAD and the terminal get/set the console uses (never TIOCSTI). Set-up calls (KVM_CREATE_*,
+ * TUNSETIFF, BLKGETSIZE64, opening files) happen before the filters and are not allowed at all. A
+ * refused call traps: the process reports the call and exits.
  */
 #include "seccomp.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if_tun.h>
+#include <linux/kvm.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
-static const char *const allowed[] = {
-    /* KVM, taps, files, eventfds */
-    "ioctl",
-    "read",
-    "write",
-    "readv",
-    "writev",
-    "pread64",
-    "pwrite64",
-    "preadv",
-    "pwritev",
-    "preadv2",
-    "pwritev2",
-    "lseek",
-    "close",
-    "fstat",
-    "newfstatat",
-    "statx",
-    "fcntl",
-    "dup",
-    "fdatasync",
-    "fsync",
-    "fallocate",
-    "io_uring_enter",
-    "io_uring_register",
+/* Roles as bits. START: only in the process filter, i.e. threads without a role of their own,
+ * and every thread before it narrows itself (naming, pinning, installing its filter). */
+enum {
+	MAIN = 1 << SECCOMP_MAIN,
+	VCPU = 1 << SECCOMP_VCPU,
+	IO = 1 << SECCOMP_IO,
+	START = 1 << SECCOMP_PROCESS,
+	ANY = MAIN | VCPU | IO | START,
+};
+
+/* The device or option a rule is for. */
+enum need { ALWAYS, USER_NET, TAP, IO_URING, CONTROL_SOCKET };
+
+struct syscall_rule {
+	const char *name;
+	unsigned roles;
+	enum need need;
+};
+
+static const struct syscall_rule syscalls[] = {
+    /* file descriptors: KVM, taps, eventfds, stdio */
+    {"read", ANY, ALWAYS},
+    {"write", ANY, ALWAYS},
+    {"readv", ANY, ALWAYS},
+    {"writev", ANY, ALWAYS},
+    {"lseek", ANY, ALWAYS},
+    {"close", ANY, ALWAYS},
+    {"fstat", ANY, ALWAYS},
+    {"newfstatat", ANY, ALWAYS},
+    {"statx", ANY, ALWAYS},
+    {"fcntl", ANY, ALWAYS},
+    /* the blk worker threads (no io_uring) */
+    {"pread64", START, ALWAYS},
+    {"pwrite64", START, ALWAYS},
+    {"preadv", START, ALWAYS},
+    {"pwritev", START, ALWAYS},
+    {"preadv2", START, ALWAYS},
+    {"pwritev2", START, ALWAYS},
+    {"fdatasync", START, ALWAYS},
+    {"fsync", START, ALWAYS},
+    {"fallocate", START, ALWAYS},
+    /* a disk on io_uring: submitted from the I/O thread, drained on reset (vCPU) and at exit;
+     * the ring itself only takes blk's opcodes (blk_io.c) */
+    {"io_uring_enter", MAIN | VCPU | IO, IO_URING},
     /* event loop */
-    "epoll_wait",
-    "epoll_pwait",
-    "epoll_pwait2",
-    "epoll_ctl",
-    "poll",
-    "ppoll",
-    "eventfd2",
-    "timerfd_create",
-    "timerfd_settime",
-    "timerfd_gettime",
-    /* threads, time, scheduling */
-    "futex",
-    "set_robust_list",
-    "rseq",
-    "exit",
-    "exit_group",
-    "gettid",
-    "getpid",
-    "tgkill",
-    "sched_yield",
-    "sched_getaffinity",
-    "sched_setaffinity",
-    "setpriority",
-    "getpriority",
-    "nanosleep",
-    "clock_nanosleep",
-    "clock_gettime",
-    "gettimeofday",
-    "getrandom",
-    "restart_syscall",
+    {"epoll_wait", IO, ALWAYS},
+    {"epoll_pwait", IO, ALWAYS},
+    {"epoll_pwait2", IO, ALWAYS},
+    {"epoll_ctl", MAIN | VCPU | IO, ALWAYS},
+    {"poll", MAIN | IO | START, ALWAYS},
+    {"ppoll", MAIN | IO | START, ALWAYS},
+    {"eventfd2", MAIN | VCPU | IO, ALWAYS},
+    {"timerfd_create", MAIN | VCPU | IO, ALWAYS},
+    {"timerfd_settime", MAIN | VCPU | IO, ALWAYS},
+    {"timerfd_gettime", MAIN | VCPU | IO, ALWAYS},
+    /* threads, time */
+    {"futex", ANY, ALWAYS},
+    {"set_robust_list", START, ALWAYS},
+    {"rseq", START, ALWAYS},
+    {"exit", ANY, ALWAYS},
+    {"exit_group", ANY, ALWAYS},
+    {"gettid", ANY, ALWAYS},
+    {"getpid", ANY, ALWAYS},
+    {"tgkill", ANY, ALWAYS},
+    {"sched_yield", ANY, ALWAYS},
+    {"sched_getaffinity", MAIN | IO | START, ALWAYS}, /* IO: the control socket's status */
+    {"sched_setaffinity", START, ALWAYS},
+    {"setpriority", START, ALWAYS}, /* populate: lowest priority */
+    {"nanosleep", ANY, ALWAYS},
+    {"clock_nanosleep", ANY, ALWAYS},
+    {"clock_gettime", ANY, ALWAYS},
+    {"gettimeofday", ANY, ALWAYS},
+    {"getrandom", ANY, ALWAYS},
+    {"restart_syscall", ANY, ALWAYS},
     /* signals */
-    "rt_sigprocmask",
-    "rt_sigreturn",
-    "rt_sigaction",
-    "sigaltstack",
-    /* memory */
-    "mmap",
-    "munmap",
-    "mprotect",
-    "madvise",
-    "brk",
-    "mremap",
-    /* control socket, libslirp */
-    "socket",
-    "connect",
-    "bind",
-    "listen",
-    "accept",
-    "accept4",
-    "shutdown",
-    "setsockopt",
-    "getsockopt",
-    "getsockname",
-    "getpeername",
-    "sendto",
-    "recvfrom",
-    "sendmsg",
-    "recvmsg",
-    "sendmmsg",
-    "recvmmsg",
-    "unlink",
-    "unlinkat",
+    {"rt_sigprocmask", ANY, ALWAYS},
+    {"rt_sigreturn", ANY, ALWAYS},
+    {"rt_sigaction", ANY, ALWAYS},
+    {"sigaltstack", ANY, ALWAYS},
+    /* memory (madvise: the balloon, pre-faulting) */
+    {"mmap", ANY, ALWAYS},
+    {"munmap", ANY, ALWAYS},
+    {"mprotect", ANY, ALWAYS},
+    {"madvise", ANY, ALWAYS},
+    {"brk", ANY, ALWAYS},
+    {"mremap", ANY, ALWAYS},
+    /* libslirp, on the I/O thread; its sockets are shut down at exit */
+    {"socket", IO, USER_NET},
+    {"connect", IO, USER_NET},
+    {"bind", IO, USER_NET},
+    {"listen", IO, USER_NET},
+    {"accept", IO, USER_NET},
+    {"accept4", IO, USER_NET},
+    {"shutdown", MAIN | IO, USER_NET},
+    {"setsockopt", IO, USER_NET},
+    {"getsockopt", IO, USER_NET},
+    {"getsockname", IO, USER_NET},
+    {"getpeername", IO, USER_NET},
+    {"sendto", IO, USER_NET},
+    {"recvfrom", IO, USER_NET},
+    {"sendmsg", IO, USER_NET},
+    {"recvmsg", IO, USER_NET},
+    {"sendmmsg", IO, USER_NET},
+    {"recvmmsg", IO, USER_NET},
+    /* the control socket: clients on the I/O thread, its file removed by main at exit */
+    {"accept4", IO, CONTROL_SOCKET},
+    {"sendto", IO, CONTROL_SOCKET},
+    {"recvfrom", IO, CONTROL_SOCKET},
+    {"unlinkat", MAIN, CONTROL_SOCKET}, /* through a directory fd: works after --jail too */
+};
+
+struct ioctl_rule {
+	unsigned long request;
+	unsigned roles;
+	enum need need;
+};
+
+static const struct ioctl_rule ioctls[] = {
+    {KVM_RUN, VCPU, ALWAYS},
+    {KVM_GET_REGS, VCPU, ALWAYS}, /* the dump after a triple fault or internal error */
+    {KVM_GET_SREGS, VCPU, ALWAYS},
+    {KVM_TRANSLATE, VCPU, ALWAYS},
+    {KVM_IRQ_LINE, VCPU | IO | START, ALWAYS}, /* START: console input raises COM1's IRQ */
+    /* virtio-pci MSI-X and BAR programming (vCPU), device activation, teardown */
+    {KVM_IRQFD, MAIN | VCPU | IO, ALWAYS},
+    {KVM_IOEVENTFD, MAIN | VCPU | IO, ALWAYS},
+    {KVM_SET_GSI_ROUTING, MAIN | VCPU | IO, ALWAYS},
+    {TUNSETOFFLOAD, MAIN | VCPU | IO, TAP},
+    {FIONREAD, IO, USER_NET}, /* libslirp, UDP */
+    /* the console's terminal: isatty, raw mode, restored on exit and on a refused call */
+    {TCGETS, ANY, ALWAYS},
+    {TCSETS, ANY, ALWAYS},
+    {TCSETSW, ANY, ALWAYS},
+    {TCSETSF, ANY, ALWAYS},
 };
 
 static void (*violation_hook)(void);
@@ -178,37 +227,98 @@ static int add(scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned 
 	return 0;
 }
 
-int seccomp_install(void (*on_violation)(void), char *err, size_t errlen)
+static bool needed(enum need need, const struct seccomp_needs *have)
 {
-	violation_hook = on_violation;
-	struct sigaction sa = {.sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO};
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGSYS, &sa, NULL) < 0) {
-		snprintf(err, errlen, "seccomp: sigaction(SIGSYS): %s", strerror(errno));
+	switch (need) {
+	case USER_NET:
+		return have->user_net;
+	case TAP:
+		return have->tap;
+	case IO_URING:
+		return have->io_uring;
+	case CONTROL_SOCKET:
+		return have->control_socket;
+	case ALWAYS:
+		break;
+	}
+	return true;
+}
+
+static int add_rules(scmp_filter_ctx ctx, const struct seccomp_needs *have, unsigned role,
+		     char *err, size_t errlen)
+{
+	for (size_t i = 0; i < sizeof(syscalls) / sizeof(syscalls[0]); i++)
+		if ((syscalls[i].roles & role) && needed(syscalls[i].need, have) &&
+		    add(ctx, SCMP_ACT_ALLOW, syscalls[i].name, 0, NULL, err, errlen))
+			return -1;
+	for (size_t i = 0; i < sizeof(ioctls) / sizeof(ioctls[0]); i++) {
+		if (!(ioctls[i].roles & role) || !needed(ioctls[i].need, have))
+			continue;
+		/* The kernel reads the request as 32 bits: compare those only. */
+		const struct scmp_arg_cmp request =
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, ioctls[i].request);
+		if (add(ctx, SCMP_ACT_ALLOW, "ioctl", 1, &request, err, errlen))
+			return -1;
+	}
+	/* Files are opened at set-up only. Two libraries read one later: libslirp reads
+	 * /etc/resolv.conf at DNS lookups (allowed: read-only, relative to the possibly jailed
+	 * root, never through a descriptor of a directory outside it), and glibc's malloc reads
+	 * /proc/sys/vm/overcommit_memory the first time a thread's arena shrinks (answered
+	 * EACCES, which malloc takes as "do not shrink": refusing it must not stop the VMM).
+	 * Opening for writing traps. */
+	const struct scmp_arg_cmp read_only =
+	    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY);
+	const struct scmp_arg_cmp from_the_root[] = {
+	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, (uint32_t)AT_FDCWD),
+	    read_only,
+	};
+	if ((role & IO) && have->user_net
+		? add(ctx, SCMP_ACT_ALLOW, "openat", 2, from_the_root, err, errlen)
+		: add(ctx, SCMP_ACT_ERRNO(EACCES), "openat", 1, &read_only, err, errlen))
 		return -1;
+	if (!(role & START))
+		return 0;
+	const struct scmp_arg_cmp thread_only =
+	    SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
+	const struct scmp_arg_cmp set_name = SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME);
+	const struct scmp_arg_cmp no_new_privs = SCMP_A0(SCMP_CMP_EQ, PR_SET_NO_NEW_PRIVS);
+	/* A thread narrowing itself: a plain filter on the calling thread (no TSYNC, no listener);
+	 * a filter only ever restricts. */
+	const struct scmp_arg_cmp own_filter[] = {SCMP_A0(SCMP_CMP_EQ, SECCOMP_SET_MODE_FILTER),
+						  SCMP_A1(SCMP_CMP_EQ, 0)};
+	if (add(ctx, SCMP_ACT_ALLOW, "seccomp", 2, own_filter, err, errlen) ||
+	    add(ctx, SCMP_ACT_ALLOW, "clone", 1, &thread_only, err, errlen) ||
+	    add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err, errlen) ||
+	    add(ctx, SCMP_ACT_ALLOW, "prctl", 1, &set_name, err, errlen) ||   /* thread names */
+	    add(ctx, SCMP_ACT_ALLOW, "prctl", 1, &no_new_privs, err, errlen)) /* seccomp_load */
+		return -1;
+	return 0;
+}
+
+int seccomp_install(const struct seccomp_policy *policy, enum seccomp_role role, char *err,
+		    size_t errlen)
+{
+	bool whole_process = role == SECCOMP_PROCESS;
+	if (whole_process) {
+		violation_hook = policy->on_violation;
+		struct sigaction sa = {.sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO};
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGSYS, &sa, NULL) < 0) {
+			snprintf(err, errlen, "seccomp: sigaction(SIGSYS): %s", strerror(errno));
+			return -1;
+		}
 	}
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
 	if (!ctx) {
 		snprintf(err, errlen, "seccomp: cannot create a filter");
 		return -1;
 	}
-	int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+	int rc = whole_process ? seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1) : 0;
 	if (rc < 0) {
 		snprintf(err, errlen, "seccomp: thread synchronisation: %s", strerror(-rc));
 		goto fail;
 	}
-	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
-		if (add(ctx, SCMP_ACT_ALLOW, allowed[i], 0, NULL, err, errlen))
-			goto fail;
-	const struct scmp_arg_cmp thread_only =
-	    SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD);
-	const struct scmp_arg_cmp set_name = SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME);
-	const struct scmp_arg_cmp read_only =
-	    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY);
-	if (add(ctx, SCMP_ACT_ALLOW, "clone", 1, &thread_only, err, errlen) ||
-	    add(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err, errlen) ||
-	    add(ctx, SCMP_ACT_ALLOW, "openat", 1, &read_only, err, errlen) ||
-	    add(ctx, SCMP_ACT_ALLOW, "prctl", 1, &set_name, err, errlen)) /* thread names */
+	if (add_rules(ctx, &policy->needs, whole_process ? ANY : 1u << role, err, errlen))
 		goto fail;
 	if ((rc = seccomp_load(ctx)) < 0) {
 		snprintf(err, errlen, "seccomp: loading the filter: %s", strerror(-rc));

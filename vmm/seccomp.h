@@ -1,17 +1,43 @@
-/* The system-call filter every VMM thread runs under once the VM is set up. */
+/* The system-call filters the VMM's threads run under once the VM is set up. */
 #ifndef MINIVMM_SECCOMP_H
 #define MINIVMM_SECCOMP_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+/* What the configured devices and options need from the host while the guest runs. */
+struct seccomp_needs {
+	bool user_net;	     /* --net user: libslirp's sockets */
+	bool tap;	     /* --net tap=: TUNSETOFFLOAD when the guest changes offloads */
+	bool io_uring;	     /* a disk on io_uring: io_uring_enter */
+	bool control_socket; /* --api-sock: accept/send/recv, and its removal at exit */
+};
+
+struct seccomp_policy {
+	struct seccomp_needs needs;
+	/* Runs on a refused call before the process exits (async-signal-safe; may be NULL). */
+	void (*on_violation)(void);
+};
+
+/* Which filter. SECCOMP_PROCESS goes on every thread at once, before the VMM starts its
+ * threads: the union of the roles below, plus what starting a thread and installing its own
+ * filter take. Each role's filter then narrows its own thread (filters stack: a call must pass
+ * both). Threads without a role (console input, blk workers, populate) keep the process one. */
+enum seccomp_role {
+	SECCOMP_PROCESS,
+	SECCOMP_MAIN, /* waits for the outcome, tears down, removes the control socket */
+	SECCOMP_VCPU, /* KVM_RUN and the device registers a vCPU exit reaches */
+	SECCOMP_IO,   /* the event loop: virtqueues, tap, libslirp, the control socket */
+};
+
 /* Whether the filter is on unless --seccomp says otherwise: off in sanitizer builds, whose
  * runtimes make system calls (ptrace, fork-like clones) a VMM has no business making. */
 bool seccomp_default_on(void);
 
-/* Install the allow-list on every thread of the process (and the ones it starts later).
- * A refused call prints its number on stderr, runs on_violation (async-signal-safe, may be
- * NULL) and exits with status 1. Returns 0, or -1 with err set. */
-int seccomp_install(void (*on_violation)(void), char *err, size_t errlen);
+/* Install role's filter on the calling thread (SECCOMP_PROCESS: on every thread). A refused
+ * call prints its number on stderr, runs policy->on_violation and exits with status 1.
+ * Returns 0, or -1 with err set. */
+int seccomp_install(const struct seccomp_policy *policy, enum seccomp_role role, char *err,
+		    size_t errlen);
 
 #endif

@@ -14,6 +14,7 @@
 #include "arch/x86/cpu.h"
 #include "cli.h"
 #include "log.h"
+#include "seccomp.h"
 
 /* Signal used to kick a vCPU thread out of KVM_RUN; its handler does nothing. */
 #define SIG_VCPU_KICK SIGUSR1
@@ -152,6 +153,12 @@ static void *vcpu_thread(void *arg)
 		log_error("vCPU %d: cannot pin to the requested CPUs: %s", v->index,
 			  strerror(errno));
 		vm_request_stop(vm, EXIT_USAGE);
+	}
+	/* Narrow this thread's system calls before it runs guest code. */
+	char err[160];
+	if (vm->seccomp && seccomp_install(vm->seccomp, SECCOMP_VCPU, err, sizeof(err))) {
+		log_error("vCPU %d: %s", v->index, err);
+		vm_request_stop(vm, EXIT_VMM_ERROR);
 	}
 	pthread_barrier_wait(&vm->start_barrier); /* thread ready, tid known */
 	pthread_barrier_wait(&vm->start_barrier); /* main thread printed the table */

@@ -6,6 +6,7 @@
 #include "devices/virtio/pci.h"
 #include "vmm/device_registry.h"
 #include "vmm/log.h"
+#include "vmm/seccomp.h"
 #include "vmm/vm.h"
 
 static int append(char *cmdline, size_t len, const char *entry)
@@ -65,6 +66,15 @@ void virtio_devices_report(const struct virtio_devices *devs)
 		log_info("%s: kicks %llu (I/O thread wake-ups %llu), interrupts %llu%s", dev->label,
 			 (unsigned long long)dev->kicks, (unsigned long long)dev->notifications,
 			 (unsigned long long)dev->interrupts, dev->broken ? ", needs reset" : "");
+	}
+}
+
+void virtio_devices_seccomp_needs(const struct vm_config *cfg, struct seccomp_needs *needs)
+{
+	for (int i = 0; i < cfg->nr_devices; i++) {
+		const struct device_config *dev = &cfg->devices[i];
+		if (dev->kind->seccomp_needs)
+			dev->kind->seccomp_needs(dev->parsed, needs);
 	}
 }
 

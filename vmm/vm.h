@@ -18,6 +18,7 @@ struct serial;
 struct console;
 struct gsi_routing;
 struct virtio_devices;
+struct seccomp_policy;
 
 /* Exit statuses for guest outcomes; documented in README.md and --help. */
 #define EXIT_GUEST_RESET    0
@@ -54,6 +55,8 @@ struct vm {
 	struct serial *serial;
 	struct console *console;
 	struct virtio_devices *virtio; /* the VM's virtio devices (control socket status) */
+	/* The filters each vCPU and the I/O thread install on themselves; NULL: --seccomp off. */
+	const struct seccomp_policy *seccomp;
 
 	/* The first guest outcome wins; the main thread waits on stop_fd (an eventfd). */
 	pthread_mutex_t stop_lock;

@@ -131,6 +131,33 @@ static uint64_t image_size(int fd, const struct stat *st)
 	return size;
 }
 
+/* A ring that can only do what prep() issues. It starts disabled so that, before anything can
+ * be submitted, it is bound to the completion eventfd and restricted: READV, WRITEV, FSYNC and
+ * FALLOCATE SQEs only, no SQE flags, no further io_uring_register calls. Whoever takes over the
+ * VMM cannot then use the ring to open, connect or unlink behind the seccomp filter's back. */
+static int restricted_ring_init(struct io_uring *ring, unsigned entries, int efd)
+{
+	static const uint8_t ops[] = {IORING_OP_READV, IORING_OP_WRITEV, IORING_OP_FSYNC,
+				      IORING_OP_FALLOCATE};
+	struct io_uring_restriction res[sizeof(ops)];
+	memset(res, 0, sizeof(res));
+	for (size_t i = 0; i < sizeof(ops); i++) {
+		res[i].opcode = IORING_RESTRICTION_SQE_OP;
+		res[i].sqe_op = ops[i];
+	}
+	int rc = io_uring_queue_init(entries, ring, IORING_SETUP_R_DISABLED);
+	if (rc < 0)
+		return rc;
+	/* Debian 12's liburing 2.3 declares io_uring_register_restrictions() and
+	 * io_uring_enable_rings() but does not export them: the raw register call does the same. */
+	if ((rc = io_uring_register_eventfd(ring, efd)) < 0 ||
+	    (rc = io_uring_register(ring->ring_fd, IORING_REGISTER_RESTRICTIONS, res,
+				    sizeof(ops))) < 0 ||
+	    (rc = io_uring_register(ring->ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0)) < 0)
+		io_uring_queue_exit(ring);
+	return rc;
+}
+
 int blk_image_open(struct blk_image *img, const char *path, bool readonly, bool direct,
 		   bool use_uring, unsigned queue_depth, char *err, size_t errlen)
 {
@@ -161,9 +188,7 @@ int blk_image_open(struct blk_image *img, const char *path, bool readonly, bool 
 		goto fail;
 	}
 	if (use_uring) {
-		int rc = io_uring_queue_init(queue_depth, &img->ring, 0);
-		if (rc == 0 && (rc = io_uring_register_eventfd(&img->ring, img->efd)) < 0)
-			io_uring_queue_exit(&img->ring);
+		int rc = restricted_ring_init(&img->ring, queue_depth, img->efd);
 		if (rc == 0)
 			img->uring = true;
 		else

@@ -2,7 +2,8 @@
  * fallocate()s that never run on a vCPU thread and never block the I/O thread.
  *
  * Engine: io_uring (liburing) with its completion eventfd watched by the I/O thread. Where
- * io_uring cannot be set up (old kernel, seccomp, io_uring_disabled sysctl), a small pool of
+ * io_uring cannot be set up (old kernel, before 5.10 without ring restrictions, seccomp,
+ * io_uring_disabled sysctl), a small pool of
  * worker threads runs the same operations with preadv/pwritev/fdatasync/fallocate and signals
  * an eventfd the same way, so the device model sees one interface.
  *

@@ -11,6 +11,7 @@
 #include "vmm/device_registry.h"
 #include "vmm/config.h"
 #include "vmm/options.h"
+#include "vmm/seccomp.h"
 #include "vmm/virtio_devices.h"
 #include "vmm/vm.h"
 
@@ -113,6 +114,11 @@ static void blk_destroy(struct virtio_slot *slot)
 	slot->model = NULL;
 }
 
+static void blk_seccomp_needs(const void *parsed, struct seccomp_needs *needs)
+{
+	needs->io_uring |= !((const struct virtio_blk_options *)parsed)->no_uring;
+}
+
 const struct device_kind_desc virtio_blk_kind = {
     .flag = "disk",
     .label = "virtio-blk",
@@ -123,4 +129,5 @@ const struct device_kind_desc virtio_blk_kind = {
     .parse = blk_parse,
     .create = blk_create,
     .destroy = blk_destroy,
+    .seccomp_needs = blk_seccomp_needs,
 };

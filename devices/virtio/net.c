@@ -14,6 +14,7 @@
 #include "vmm/event_loop.h"
 #include "vmm/log.h"
 #include "vmm/options.h"
+#include "vmm/seccomp.h"
 #include "vmm/virtio_devices.h"
 #include "vmm/vm.h"
 
@@ -735,6 +736,13 @@ static int net_parse(const char *options, void **parsed, char *err, size_t errle
 	return 0;
 }
 
+static void net_seccomp_needs(const void *parsed, struct seccomp_needs *needs)
+{
+	const struct net_config *cfg = parsed;
+	needs->user_net |= cfg->user;
+	needs->tap |= !cfg->user;
+}
+
 const struct device_kind_desc virtio_net_kind = {
     .flag = "net",
     .label = "virtio-net",
@@ -746,4 +754,5 @@ const struct device_kind_desc virtio_net_kind = {
     .parse = net_parse,
     .create = net_create,
     .destroy = net_destroy,
+    .seccomp_needs = net_seccomp_needs,
 };

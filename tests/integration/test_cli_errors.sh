@@ -37,7 +37,7 @@ expect_usage_error pvh-on-bzimage "PVH" --kernel "$FW/probe.bzImage" --boot pvh
 # --help lists every flag and exits 0.
 "$MINIVMM" --help >"$TEST_TMP/help" || fail "--help failed"
 for flag in --kernel --boot --initrd --cmdline --memory --populate --no-populate --cpus --pin --console \
-	--quiet --help --version; do
+	--seccomp --jail --quiet --help --version; do
 	grep -q -- "$flag" "$TEST_TMP/help" || fail "--help does not mention $flag"
 done
 exit 0

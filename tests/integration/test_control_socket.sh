@@ -40,7 +40,8 @@ grep -q '"label":"virtio-rng0","transport":"mmio","kicks":0,' <<<"$out" ||
 grep -q '"needs_reset":false' <<<"$out" || fail "status lacks needs_reset: $out"
 
 # Every VMM thread runs under the seccomp allow-list (mode 2), or none where the build says so.
-if grep -q '^minivmm: seccomp: system-call allow-list installed' "$TEST_TMP/vm.err"; then
+# The main, I/O and vCPU threads each add a filter of their own to the process-wide one.
+if grep -q '^minivmm: seccomp: system-call allow-lists installed' "$TEST_TMP/vm.err"; then
 	want=2
 else
 	expect_line vm err '^minivmm: seccomp: off \(sanitizer build\)'
@@ -49,6 +50,14 @@ fi
 for st in /proc/$pid/task/*/status; do
 	grep -q "^Seccomp:[[:space:]]*$want\$" "$st" || fail "$st: Seccomp is not $want: $(grep Seccomp "$st")"
 done
+if [ $want = 2 ] && grep -q '^Seccomp_filters:' "/proc/$pid/status"; then
+	for t in "$pid main" "$iotid io" "$tid0 vcpu0" "$tid1 vcpu1"; do
+		read -r tid name <<<"$t"
+		grep -q '^Seccomp_filters:[[:space:]]*2$' "/proc/$pid/task/$tid/status" ||
+			fail "$name thread has not narrowed its filter: $(grep Seccomp_filters \
+				"/proc/$pid/task/$tid/status")"
+	done
+fi
 [ "$(ls /proc/$pid/task | wc -l)" -ge 4 ] || fail "expected vCPU, I/O and console threads"
 # Threads carry their role as their name (top -H, perf): the tids status reported.
 for t in "$tid0 vcpu0" "$tid1 vcpu1" "$iotid io"; do

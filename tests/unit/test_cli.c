@@ -1,6 +1,11 @@
 /* Command-line parsing: sizes, CPU lists, pin lists, and whole argument vectors. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "vmm/cli.h"
 
@@ -175,4 +180,101 @@ Test(cli_parse, rejects_bad_command_lines)
 		cr_assert(strstr(err, cases[i].msg), "case %zu: '%s' lacks '%s'", i, err,
 			  cases[i].msg);
 	}
+}
+
+/* --jail DIR,uid=N,gid=N: parsed, and DIR checked (exists, a directory, empty, not the jail
+ * user's). */
+static char jail_dir[64];
+
+static void make_jail_dir(void)
+{
+	strcpy(jail_dir, "/tmp/minivmm-jail-test.XXXXXX");
+	cr_assert_not_null(mkdtemp(jail_dir));
+	cr_assert_eq(chmod(jail_dir, 0755), 0);
+}
+
+static void remove_jail_dir(void)
+{
+	char path[128];
+	snprintf(path, sizeof(path), "%s/file", jail_dir);
+	unlink(path);
+	rmdir(jail_dir);
+}
+
+TestSuite(jail, .init = make_jail_dir, .fini = remove_jail_dir);
+
+static enum cli_result parse_jail(const char *jail, struct vm_config *cfg)
+{
+	char arg[160];
+	snprintf(arg, sizeof(arg), "%s", jail);
+	char *argv[] = {"minivmm", "--kernel", "k", "--jail", arg, NULL};
+	return cli_parse(5, argv, cfg, err, sizeof(err));
+}
+
+Test(jail, parsed)
+{
+	struct vm_config cfg;
+	char arg[128];
+	snprintf(arg, sizeof(arg), "%s,uid=65534,gid=4000", jail_dir);
+	cr_assert_eq(parse_jail(arg, &cfg), CLI_RUN, "%s", err);
+	cr_assert(cfg.jail.enabled);
+	cr_assert_str_eq(cfg.jail.dir, jail_dir);
+	cr_assert_eq(cfg.jail.uid, 65534);
+	cr_assert_eq(cfg.jail.gid, 4000);
+	cli_free_config(&cfg);
+	char *argv[] = {"minivmm", "--kernel", "k", NULL};
+	cr_assert_eq(cli_parse(3, argv, &cfg, err, sizeof(err)), CLI_RUN);
+	cr_assert_not(cfg.jail.enabled, "no jail unless asked");
+}
+
+/* Each bad argument is refused with a message containing want. */
+static void expect_jail_error(const char *fmt, const char *want)
+{
+	struct vm_config cfg;
+	char arg[160];
+	snprintf(arg, sizeof(arg), fmt, jail_dir);
+	cr_assert_eq(parse_jail(arg, &cfg), CLI_ERROR, "accepted '%s'", arg);
+	cr_assert(strstr(err, want), "'%s': %s", arg, err);
+}
+
+Test(jail, bad_ids_refused)
+{
+	expect_jail_error("%s,uid=1000", "needs uid=N and gid=N");
+	expect_jail_error("%s,gid=1000", "needs uid=N and gid=N");
+	expect_jail_error("%s", "needs uid=N and gid=N");
+	expect_jail_error("%s,uid=0,gid=1000", "uid=0 would leave the VMM root");
+	expect_jail_error("%s,uid=1000,gid=0", "gid=0 would leave the VMM root");
+	expect_jail_error("%s,uid=-1,gid=1000", "invalid uid '-1'");
+	expect_jail_error("%s,uid=12x,gid=1000", "invalid uid '12x'");
+	expect_jail_error("%s,uid=4294967295,gid=1000", "invalid uid");
+	expect_jail_error("%s,uid=99999999999999999999,gid=1000", "invalid uid");
+	expect_jail_error("%s,uid,gid=1000", "invalid uid");
+	expect_jail_error("%s,uid=1000,gid=1000,root=1", "unknown --jail option 'root'");
+}
+
+Test(jail, bad_directories_refused)
+{
+	expect_jail_error("relative,uid=1000,gid=1000", "absolute directory");
+	expect_jail_error(",uid=1000,gid=1000", "absolute directory");
+	expect_jail_error("%s/missing,uid=1000,gid=1000", "No such file or directory");
+	expect_jail_error("/etc/hostname,uid=1000,gid=1000", "not a directory");
+	struct stat st;
+	cr_assert_eq(stat(jail_dir, &st), 0);
+	char fmt[64];
+	snprintf(fmt, sizeof(fmt), "%%s,uid=%u,gid=4000", (unsigned)st.st_uid);
+	if (st.st_uid != 0) /* ids 0 are refused before the directory is looked at */
+		expect_jail_error(fmt, "owned or writable by the jail's uid/gid");
+	cr_assert_eq(chmod(jail_dir, 0775), 0);
+	snprintf(fmt, sizeof(fmt), "%%s,uid=65534,gid=%u", (unsigned)st.st_gid);
+	if (st.st_gid != 0)
+		expect_jail_error(fmt, "owned or writable by the jail's uid/gid");
+	cr_assert_eq(chmod(jail_dir, 0757), 0);
+	expect_jail_error("%s,uid=65534,gid=4000", "owned or writable by the jail's uid/gid");
+	cr_assert_eq(chmod(jail_dir, 0755), 0);
+	char path[128];
+	snprintf(path, sizeof(path), "%s/file", jail_dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	expect_jail_error("%s,uid=65534,gid=4000", "not empty");
 }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# --jail: the probe's demo (disk, rng, ping over user-mode networking) with a balloon and a
+# control socket, run by a VMM chrooted into an empty directory as uid/gid 65534; its root,
+# its ids and its control socket are checked while the guest holds, and the socket's removal
+# at exit (the socket's directory belongs to the jail's uid).
+source "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || skip "--jail needs root"
+
+jail=$TEST_TMP/jail
+mkdir -m 755 "$jail"
+# A jail with something in it is refused before anything starts.
+touch "$jail/planted"
+run_vmm not-empty 20 --kernel "$FW/probe.elf" --jail "$jail,uid=65534,gid=65534"
+expect_status not-empty 2
+expect_line not-empty err "--jail $jail: not empty"
+rm "$jail/planted"
+
+sockdir=$TEST_TMP/run
+mkdir -m 700 "$sockdir"
+chown 65534:65534 "$sockdir"
+sock=$sockdir/vm.sock
+disk=$TEST_TMP/disk.img
+truncate -s 16M "$disk"
+fifo=$TEST_TMP/console-in
+mkfifo "$fifo"
+# LeakSanitizer (sanitizer builds) reads /proc/PID/task at exit, which the jail lacks; the same
+# run unjailed (test_sandbox.sh) keeps the leak check.
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+	"$MINIVMM" --kernel "$FW/probe.bzImage" --cpus 2 --memory 256M --populate \
+	--net user,transport=mmio --disk "path=$disk" --rng --balloon --api-sock "$sock" \
+	--jail "$jail,uid=65534,gid=65534" \
+	--cmdline "test=demo hold=serial" <"$fifo" >"$TEST_TMP/vm.out" 2>"$TEST_TMP/vm.err" &
+pid=$!
+on_exit "kill -9 $pid 2>/dev/null"
+exec 3>"$fifo"
+for _ in $(seq 600); do
+	grep -q '^probe: holding' "$TEST_TMP/vm.out" && break
+	kill -0 $pid 2>/dev/null || break
+	sleep 0.1
+done
+expect_line vm out '^probe: demo summary: .* 4/4 pings answered'
+expect_line vm out '^probe: holding'
+expect_line vm err "^minivmm: jail: chroot $jail, uid 65534, gid 65534"
+
+[ "$(readlink "/proc/$pid/root")" = "$jail" ] ||
+	fail "root is $(readlink "/proc/$pid/root"), not $jail"
+for st in /proc/$pid/task/*/status; do
+	grep -Eq '^Uid:\s+65534\s+65534\s+65534\s+65534$' "$st" || fail "$st: $(grep Uid: "$st")"
+	grep -Eq '^Gid:\s+65534\s+65534\s+65534\s+65534$' "$st" || fail "$st: $(grep Gid: "$st")"
+	grep -Eq '^Groups:\s*$' "$st" || fail "$st: $(grep Groups: "$st")"
+	grep -Eq '^CapEff:\s+0+$' "$st" || fail "$st: $(grep CapEff: "$st")"
+done
+out=$("$MINIVMM" ctl --sock "$sock" status) || fail "status through the jailed socket: $out"
+grep -q '"ok":true' <<<"$out" || fail "status: $out"
+
+printf x >&3 # release the hold
+VMM_STATUS=0
+timeout 20 tail --pid=$pid -f /dev/null || fail "the VMM did not stop"
+wait $pid || VMM_STATUS=$?
+exec 3>&-
+expect_probe_pass vm
+[ ! -e "$sock" ] || fail "the control socket was left behind"
+[ -z "$(ls -A "$jail")" ] || fail "the jail is no longer empty: $(ls -A "$jail")"
