@@ -133,6 +133,7 @@ static const struct syscall_rule syscalls[] = {
     {"accept4", IO, CONTROL_SOCKET},
     {"sendto", IO, CONTROL_SOCKET},
     {"recvfrom", IO, CONTROL_SOCKET},
+    {"getsockopt", IO, CONTROL_SOCKET}, /* SO_PEERCRED: the client's uid */
     {"unlinkat", MAIN, CONTROL_SOCKET}, /* through a directory fd: works after --jail too */
 };
 
