@@ -1,9 +1,10 @@
 /*
  * test=blk: for every virtio-blk disk, write a pattern over blk.bytes (default min(disk, 64 MiB))
- * in 1 MiB requests, FLUSH, read it back and verify; check that a sector past the end gets
- * IOERR and an unknown request type UNSUPP; then measure 4 KiB random reads (32 in flight, for
- * blk.secs) and 1 MiB sequential reads and writes. blk.expect=N disks; blk.ro=1: the disks are
- * read-only (a write must get IOERR and leave the data unchanged); blk.write=0: no writes.
+ * in 1 MiB requests, FLUSH, read it back into poisoned buffers and verify; check that a sector
+ * past the end gets IOERR and an unknown request type UNSUPP; then measure 4 KiB random reads
+ * (32 in flight, for blk.secs) and 1 MiB sequential reads and writes. blk.expect=N disks;
+ * blk.ro=1: the disks are read-only (a write must get IOERR and leave the data unchanged);
+ * blk.write=0: no writes.
  *
  * test=blk-durable: write the pattern for blk.seed over blk.bytes of the first disk, FLUSH,
  * print "probe: blk durable flushed ...", then spin forever so the host can kill the VMM and
@@ -23,6 +24,10 @@
 #define RR_SIZE	      4096
 #define RR_DEPTH      32
 #define DEFAULT_BYTES (64ull << 20)
+/* Read buffers are filled with this before every verified read, so a read that does not land in
+ * guest memory cannot pass for one that does: vblk_pattern gives every word of a stream a
+ * different value, and a disk is never this one word over and over. */
+#define READ_POISON 0x0bad0bad0bad0badull
 
 static uint8_t chunk_buf[NCHUNK][CHUNK] __attribute__((aligned(4096), section(".noinit")));
 static uint8_t rr_buf[RR_DEPTH][RR_SIZE] __attribute__((aligned(4096), section(".noinit")));
@@ -76,6 +81,23 @@ static void fill(uint8_t *buf, uint64_t off, uint32_t len, uint64_t seed)
 		w[i] = vblk_pattern(seed, off + 8ull * i);
 }
 
+static void poison(uint8_t *buf, uint32_t len)
+{
+	uint64_t *w = (uint64_t *)buf;
+	for (uint32_t i = 0; i < len / 8; i++)
+		w[i] = READ_POISON;
+}
+
+/* Did a read into a poisoned buffer land? */
+static bool still_poisoned(const uint8_t *buf, uint32_t len)
+{
+	const uint64_t *w = (const uint64_t *)buf;
+	for (uint32_t i = 0; i < len / 8; i++)
+		if (w[i] != READ_POISON)
+			return false;
+	return true;
+}
+
 static bool matches(const uint8_t *buf, uint64_t off, uint32_t len, uint64_t seed)
 {
 	const uint64_t *w = (const uint64_t *)buf;
@@ -124,6 +146,8 @@ static const char *stream(struct vblk *b, enum stream_mode mode, uint64_t bytes,
 			unsigned bi = free_bufs[nfree - 1];
 			if (mode == WRITE_PATTERN)
 				fill(chunk_buf[bi], next, len, seed);
+			else if (mode == READ_VERIFY)
+				poison(chunk_buf[bi], len);
 			int s = vblk_post(b, write ? VBLK_T_OUT : VBLK_T_IN, next / 512,
 					  chunk_buf[bi], len, !write);
 			if (s < 0)
@@ -207,6 +231,19 @@ static uint64_t mbps(uint64_t bytes, uint64_t cycles)
 	return us ? bytes / us : 0;
 }
 
+/* One read of the first RR_SIZE bytes into a poisoned buffer, which it must overwrite. */
+static const char *read_head(struct vblk *b, uint8_t *buf)
+{
+	uint8_t status;
+	poison(buf, RR_SIZE);
+	const char *err = vblk_sync(b, VBLK_T_IN, 0, buf, RR_SIZE, true, &status);
+	if (err)
+		return err;
+	if (status != VBLK_S_OK)
+		return "blk read of a read-only disk failed";
+	return still_poisoned(buf, RR_SIZE) ? "blk read did not reach guest memory" : 0;
+}
+
 /* A read-only disk: a write must fail with IOERR and change nothing. */
 static const char *check_readonly(struct vblk *b)
 {
@@ -214,18 +251,16 @@ static const char *check_readonly(struct vblk *b)
 	const char *err;
 	if (!b->ro)
 		return "blk.ro=1 but the disk does not offer VIRTIO_BLK_F_RO";
-	if ((err = vblk_sync(b, VBLK_T_IN, 0, rr_buf[0], RR_SIZE, true, &status)))
+	if ((err = read_head(b, rr_buf[0])))
 		return err;
-	if (status != VBLK_S_OK)
-		return "blk read of a read-only disk failed";
 	memset(rr_buf[1], 0xa5, RR_SIZE);
 	if ((err = vblk_sync(b, VBLK_T_OUT, 0, rr_buf[1], RR_SIZE, false, &status)))
 		return err;
 	if (status != VBLK_S_IOERR)
 		return "blk write to a read-only disk did not get IOERR";
-	if ((err = vblk_sync(b, VBLK_T_IN, 0, rr_buf[2], RR_SIZE, true, &status)))
+	if ((err = read_head(b, rr_buf[2])))
 		return err;
-	if (status != VBLK_S_OK || memcmp(rr_buf[0], rr_buf[2], RR_SIZE))
+	if (memcmp(rr_buf[0], rr_buf[2], RR_SIZE))
 		return "blk read-only disk changed after a refused write";
 	return 0;
 }
