@@ -85,12 +85,8 @@ for cache in writeback none; do
 		>"$TEST_TMP/$name.out" 2>"$TEST_TMP/$name.err" &
 	pid=$!
 	on_exit "kill -KILL $pid 2>/dev/null"
-	for ((i = 0; i < 600; i++)); do
-		grep -qs '^probe: blk durable flushed' "$TEST_TMP/$name.out" && break
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	expect_line "$name" out "^probe: blk durable flushed bytes=12582912 seed=$seed\$"
+	# A complete line: the console writes byte by byte, and a kill mid-line would cut it.
+	VMM_PID=$pid wait_line "$name" out "^probe: blk durable flushed bytes=12582912 seed=$seed\$" 600
 	flags=$(open_flags "$pid" "$disk") || fail "$name: minivmm holds no descriptor on $disk"
 	if [ "$cache" = none ]; then
 		((8#$flags & O_DIRECT)) || fail "$name: the image is open without O_DIRECT ($flags)"
