@@ -3,6 +3,7 @@
 #include "cmdline.h"
 #include "exit.h"
 #include "lib.h"
+#include "paging.h"
 #include "printf.h"
 #include "probe.h"
 #include "pvm.h"
@@ -40,6 +41,8 @@ void fw_main(uint32_t protocol, uint64_t info)
 {
 	idt_init();
 	const char *err = boot_info_copy((int)protocol, info);
+	if (!err)
+		paging_map_high_ram();
 	serial_init();
 	kprintf("minivmm probe v1\n");
 	kprintf("probe: boot protocol=%s\n", protocol == BOOT_PVH ? "pvh" : "linux64");

@@ -60,8 +60,9 @@ const char *net_open(void)
 	bool up = wait_link();
 	struct virtio_dev *d = netif.nic.dev;
 	kprintf("probe: net transport=%s mac=%s ip=%s peer=%s port=%u peer_port=%u link=%s "
-		"features=0x%lx rxq=%u txq=%u tsc_khz=%u\n",
+		"features=0x%lx offered=0x%lx rxq=%u txq=%u tsc_khz=%u\n",
 		virtio_transport_name(d), mac, ip, peer, netif.port, netif.peer_port,
-		up ? "up" : "down", d->features, netif.nic.rx->size, netif.nic.tx->size, tsc_khz());
+		up ? "up" : "down", d->features, d->offered, netif.nic.rx->size, netif.nic.tx->size,
+		tsc_khz());
 	return up ? 0 : "virtio-net link is down";
 }

@@ -67,7 +67,7 @@ static const char *find_pool(void)
 		ram_total += e->size;
 		uint64_t s = e->addr > lo ? e->addr : lo, end = e->addr + e->size;
 		if (end > (4ull << 30))
-			end = 4ull << 30; /* the probe maps the low 4 GiB */
+			end = 4ull << 30; /* the pool stays in the statically mapped low 4 GiB */
 		/* Keep clear of an initrd. */
 		if (boot_info.initrd_size && boot_info.initrd_addr >= s &&
 		    boot_info.initrd_addr < end)

@@ -1,8 +1,10 @@
-/* test=boot: e820 against expect.mem, initrd CRC, CPU bring-up, and a timed compute loop. */
+/* test=boot: e820 against expect.mem, a pattern in every RAM range, initrd CRC, CPU bring-up,
+ * and a timed compute loop. */
 #include "boot_info.h"
 #include "cmdline.h"
 #include "cpu_tables.h"
 #include "crc32.h"
+#include "paging.h"
 #include "printf.h"
 #include "smp.h"
 #include "test_boot.h"
@@ -12,6 +14,11 @@
 #define MIB	       (1ull << 20)
 #define AP_TIMEOUT_MIN 4000000000ull /* TSC cycles */
 #define LOW_RAM_MAX    (3ull << 30)  /* RAM above this sits above 4 GiB (MMIO hole) */
+#define PAGE	       4096ull
+#define RAM_PAGES      8 /* pages checked per RAM range: first, last and 6 spread between */
+#define RAM_WORDS      (E820_MAX * RAM_PAGES * 2)
+
+extern char __image_start[], _end[];
 
 struct boot_summary boot_summary;
 
@@ -63,6 +70,78 @@ static const char *check_e820(void)
 		return "e820 total differs from expect.mem";
 	kprintf("probe: e820 ok\n");
 	return 0;
+}
+
+/* Words of RAM written with a pattern, and what they held (restored afterwards). */
+struct ram_word {
+	volatile uint64_t *p;
+	uint64_t saved;
+};
+static struct ram_word ram_words[RAM_WORDS] __attribute__((section(".noinit")));
+
+static uint64_t ram_pattern(uint64_t addr)
+{
+	return (addr * 0x9e3779b97f4a7c15ull) ^ 0x5a5aa5a5c3c33c3cull;
+}
+
+/* Queue the first and last word of a page, unless the page is the probe's own. */
+static unsigned ram_add_page(uint64_t page, unsigned n)
+{
+	if (page < (uint64_t)_end && page + PAGE > (uint64_t)__image_start)
+		return n;
+	ram_words[n++].p = (volatile uint64_t *)page;
+	ram_words[n++].p = (volatile uint64_t *)(page + PAGE - 8);
+	return n;
+}
+
+/* Every RAM range of the e820 map, above 4 GiB included: write a pattern to the first and last
+ * word of a few pages of each (all of them first, so two addresses that reach the same memory
+ * show up), read it all back, then restore what was there. Before the APs run, so nothing
+ * else is using those words; the loader's structures were copied into the image. */
+static const char *check_ram(void)
+{
+	unsigned n = 0, ranges = 0, high_words = 0;
+	for (unsigned i = 0; i < boot_info.e820_count; i++) {
+		const struct e820_entry *e = &boot_info.e820[i];
+		uint64_t first = (e->addr + PAGE - 1) & ~(PAGE - 1);
+		uint64_t end = (e->addr + e->size) & ~(PAGE - 1);
+		if (e->type != E820_RAM || end <= first)
+			continue;
+		if (first >= PAGING_MAP_LIMIT) {
+			kprintf("probe: ram range addr=0x%lx size=0x%lx not mapped: skipped\n",
+				e->addr, e->size);
+			continue;
+		}
+		if (end > PAGING_MAP_LIMIT)
+			end = PAGING_MAP_LIMIT; /* the pages below the limit are checked */
+		uint64_t pages = (end - first) / PAGE;
+		unsigned before = n;
+		for (uint64_t k = 0; k < RAM_PAGES && k < pages; k++) {
+			uint64_t idx = pages <= RAM_PAGES ? k : k * (pages - 1) / (RAM_PAGES - 1);
+			n = ram_add_page(first + idx * PAGE, n);
+		}
+		if (first >= (4ull << 30))
+			high_words += n - before;
+		ranges++;
+		kprintf("probe: ram range addr=0x%lx size=0x%lx words=%u\n", e->addr, e->size,
+			n - before);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		ram_words[i].saved = *ram_words[i].p;
+		*ram_words[i].p = ram_pattern((uint64_t)ram_words[i].p);
+	}
+	const char *err = 0;
+	for (unsigned i = 0; i < n && !err; i++)
+		if (*ram_words[i].p != ram_pattern((uint64_t)ram_words[i].p)) {
+			kprintf("probe: ram word 0x%lx reads 0x%lx\n", (uint64_t)ram_words[i].p,
+				*ram_words[i].p);
+			err = "RAM does not hold what was written";
+		}
+	for (unsigned i = 0; i < n; i++)
+		*ram_words[i].p = ram_words[i].saved;
+	if (!err)
+		kprintf("probe: ram ok ranges=%u words=%u above_4g=%u\n", ranges, n, high_words);
+	return err;
 }
 
 static const char *check_initrd(void)
@@ -142,7 +221,8 @@ const char *test_boot(enum exec_mode mode)
 	uint32_t khz = tsc_khz();
 	boot_summary.tsc_khz = khz;
 	boot_summary.ram_bytes = ram_total();
-	if ((err = check_e820()) || (err = check_initrd()) || (err = check_cpus(khz)))
+	if ((err = check_e820()) || (err = check_ram()) || (err = check_initrd()) ||
+	    (err = check_cpus(khz)))
 		return err;
 	compute(mode, khz);
 	return 0;

@@ -1,7 +1,7 @@
 /*
  * test=rng: read 1 MiB from every virtio-rng device, several 4 KiB buffers in flight, check
- * the bytes are not constant, and report the rate and the number of notifications (kicks).
- * expect.rng=N: exactly N devices.
+ * the bytes look random (byte frequencies and serial correlation), and report the rate and the
+ * number of notifications (kicks). expect.rng=N: exactly N devices.
  */
 #include "boot_info.h"
 #include "cmdline.h"
@@ -10,12 +10,65 @@
 #include "test_rng.h"
 #include "x86.h"
 
-#define RNG_BUF		 4096
-#define RNG_NBUF	 16
-#define RNG_TOTAL	 (1u << 20)
-#define RNG_TIMEOUT_MS	 3000 /* no completion for this long: the device is dead */
-#define RNG_MIN_DISTINCT 200
-#define RNG_MIN_CHECK	 16 /* shorter completions are not checked for constancy */
+#define RNG_BUF	       4096
+#define RNG_NBUF       16
+#define RNG_TOTAL      (1u << 20)
+#define RNG_TIMEOUT_MS 3000 /* no completion for this long: the device is dead */
+#define RNG_MIN_CHECK  16   /* shorter completions are not checked for constancy */
+
+/* Bounds on the statistics of what was read (at least 64 KiB here). For bytes from a real
+ * random source, chi-square over the 256 byte values has 255 degrees of freedom: P(> 420) is
+ * 3.4e-10 and P(< 140) 4.5e-10 (too even a histogram is as suspect as a skewed one). The
+ * serial correlation of consecutive bytes is about normal with sd 1/sqrt(N): |r| >= 1/20 at
+ * N = 64 Ki is 12.8 sd, P = 1.6e-37. So a good source fails about once in 10^9 reads. A counter
+ * (i & 0xff) has a perfectly flat histogram but r near 1; a skewed source fails chi-square. */
+#define RNG_CHI2_MAX	 420
+#define RNG_CHI2_MIN	 140
+#define RNG_CORR_MAX_DIV 20 /* |r| < 1 / RNG_CORR_MAX_DIV */
+
+/* Running sums over the byte stream in the order it arrived. */
+struct byte_stats {
+	uint32_t hist[256];
+	uint64_t n, sum, sum_sq, sum_lag; /* sum_lag: sum of x[i] * x[i + 1] */
+	uint8_t last;
+};
+
+static void byte_stats_add(struct byte_stats *bs, const uint8_t *p, uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i++) {
+		uint64_t x = p[i];
+		bs->hist[x]++;
+		if (bs->n)
+			bs->sum_lag += bs->last * x;
+		bs->sum += x;
+		bs->sum_sq += x * x;
+		bs->last = (uint8_t)x;
+		bs->n++;
+	}
+}
+
+/* 0 if the bytes pass both tests, else why not. Integer arithmetic only (no FPU here):
+ * chi2 = 256 * sum(h^2) / n - n, and r = (n * lag - sum^2) / (n * sum_sq - sum^2), with the
+ * lag sum over n - 1 pairs, which shifts r by O(1/n), far below the bound. */
+static const char *byte_stats_verdict(const struct byte_stats *bs)
+{
+	typedef __int128 i128;
+	i128 n = bs->n, hsq = 0;
+	for (unsigned i = 0; i < 256; i++)
+		hsq += (i128)bs->hist[i] * bs->hist[i];
+	i128 chi2_n = 256 * hsq - n * n; /* chi2 * n */
+	if (chi2_n > RNG_CHI2_MAX * n)
+		return "rng bytes do not look random (byte frequencies: chi-square too high)";
+	if (chi2_n < RNG_CHI2_MIN * n)
+		return "rng bytes do not look random (byte frequencies: chi-square too low)";
+	i128 sum = bs->sum, num = n * (i128)bs->sum_lag - sum * sum;
+	i128 den = n * (i128)bs->sum_sq - sum * sum;
+	if (num < 0)
+		num = -num;
+	if (den <= 0 || num * RNG_CORR_MAX_DIV >= den)
+		return "rng bytes do not look random (consecutive bytes are correlated)";
+	return 0;
+}
 
 static uint8_t rng_buf[RNG_NBUF][RNG_BUF] __attribute__((aligned(4096), section(".noinit")));
 
@@ -48,13 +101,13 @@ static void post(struct virtq *vq, unsigned b, uint8_t *buf_of)
 const char *rng_read(struct virtio_dev *d, uint64_t total, struct rng_stats *st)
 {
 	struct virtq *vq = &d->vq[0];
-	static uint32_t hist[256];
+	static struct byte_stats bs;
 	uint8_t buf_of[VIRTQ_MAX_SIZE], free_bufs[RNG_NBUF];
 	unsigned nbuf = vq->size < RNG_NBUF ? vq->size : RNG_NBUF, nfree = nbuf, inflight = 0;
 	const char *err;
 	for (unsigned i = 0; i < nbuf; i++)
 		free_bufs[i] = (uint8_t)i;
-	memset(hist, 0, sizeof(hist));
+	memset(&bs, 0, sizeof(bs));
 	uint64_t got = 0, kicks0 = vq->kicks, t0 = rdtsc();
 	for (;;) {
 		bool posted = false;
@@ -78,10 +131,9 @@ const char *rng_read(struct virtio_dev *d, uint64_t total, struct rng_stats *st)
 			unsigned b = buf_of[id];
 			const uint8_t *p = rng_buf[b];
 			bool constant = len >= RNG_MIN_CHECK;
-			for (uint32_t i = 0; i < len; i++) {
-				hist[p[i]]++;
+			for (uint32_t i = 0; i < len; i++)
 				constant &= p[i] == p[0];
-			}
+			byte_stats_add(&bs, p, len);
 			if (constant)
 				return "rng returned a block of one repeated byte";
 			got += len;
@@ -102,12 +154,7 @@ const char *rng_read(struct virtio_dev *d, uint64_t total, struct rng_stats *st)
 	st->cycles = rdtsc() - t0;
 	st->bytes = got;
 	st->kicks = vq->kicks - kicks0;
-	unsigned distinct = 0;
-	for (unsigned i = 0; i < 256; i++)
-		distinct += hist[i] != 0;
-	if (distinct <= RNG_MIN_DISTINCT)
-		return "rng bytes do not look random (few distinct values)";
-	return 0;
+	return byte_stats_verdict(&bs);
 }
 
 void rng_report(unsigned idx, struct virtio_dev *d, const struct rng_stats *st)

@@ -154,6 +154,7 @@ const char *virtio_init(struct virtio_dev *d, uint64_t want, unsigned nqueues)
 	d->ops->set_status(d, VIRTIO_STATUS_ACKNOWLEDGE);
 	d->ops->set_status(d, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
 	uint64_t offered = d->ops->get_features(d, 0) | (uint64_t)d->ops->get_features(d, 1) << 32;
+	d->offered = offered;
 	if (!(offered >> VIRTIO_F_VERSION_1 & 1)) {
 		d->ops->set_status(d, VIRTIO_STATUS_FAILED);
 		return "virtio device does not offer VERSION_1";

@@ -127,6 +127,7 @@ struct virtio_dev {
 	/* Interrupt vectors, allocated once (mmio: one line, so vec_q[*] == vec_cfg). */
 	uint8_t vec_cfg, vec_q[VIRTIO_MAX_QUEUES];
 	volatile uint64_t irqs; /* interrupts handled for this device */
+	uint64_t offered;	/* what the device offered */
 	uint64_t features;	/* negotiated */
 	unsigned nqueues;
 	struct virtq vq[VIRTIO_MAX_QUEUES];

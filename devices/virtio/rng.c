@@ -22,17 +22,26 @@
 
 struct virtio_rng {
 	struct virtio_dev *dev;
+	virtio_rng_source_fn source; /* where the bytes come from: getrandom() unless a test says */
+	void *source_opaque;
 	struct virtq_elem *elem; /* one request at a time; allocated once */
 	struct bottom_half more; /* continue a long ring drain in the next loop iteration */
 	uint64_t bytes;
 };
 
-/* Fill up to max bytes of one iovec from getrandom(); returns the bytes written. */
-static size_t fill(struct iovec *iov, size_t max)
+static ssize_t host_getrandom(void *opaque, void *buf, size_t len)
+{
+	(void)opaque;
+	return getrandom(buf, len, 0);
+}
+
+/* Fill up to max bytes of one iovec from the entropy source; returns the bytes written. */
+static size_t fill(struct virtio_rng *rng, struct iovec *iov, size_t max)
 {
 	size_t done = 0, want = iov->iov_len < max ? iov->iov_len : max;
 	while (done < want) {
-		ssize_t n = getrandom((uint8_t *)iov->iov_base + done, want - done, 0);
+		ssize_t n =
+		    rng->source(rng->source_opaque, (uint8_t *)iov->iov_base + done, want - done);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -62,9 +71,16 @@ static void process_queue(struct virtio_rng *rng)
 		}
 		if (rc == 0)
 			break;
+		/* The used length says the first `written` bytes of the chain are filled: stop at
+		 * the first buffer the source could not fill, so none is left with a gap. */
 		size_t written = 0;
-		for (unsigned i = 0; i < rng->elem->in_num && written < RNG_MAX_CHAIN_BYTES; i++)
-			written += fill(&rng->elem->in[i], RNG_MAX_CHAIN_BYTES - written);
+		for (unsigned i = 0; i < rng->elem->in_num && written < RNG_MAX_CHAIN_BYTES; i++) {
+			size_t want = RNG_MAX_CHAIN_BYTES - written;
+			size_t got = fill(rng, &rng->elem->in[i], want);
+			written += got;
+			if (got < rng->elem->in[i].iov_len && got < want)
+				break;
+		}
 		rng->bytes += written;
 		pass += written;
 		virtqueue_push(vq, rng->elem->head, (uint32_t)written);
@@ -116,6 +132,7 @@ struct virtio_rng *virtio_rng_create(struct virtio_dev *dev, struct guest_mem *m
 		return NULL;
 	}
 	rng->dev = dev;
+	rng->source = host_getrandom;
 	bottom_half_init(&rng->more, continue_drain, rng);
 	virtio_dev_init(dev, &rng_ops, rng, mem, loop, label);
 	return rng;
@@ -127,6 +144,12 @@ void virtio_rng_destroy(struct virtio_rng *rng)
 		return;
 	free(rng->elem);
 	free(rng);
+}
+
+void virtio_rng_set_source(struct virtio_rng *rng, virtio_rng_source_fn source, void *opaque)
+{
+	rng->source = source;
+	rng->source_opaque = opaque;
 }
 
 uint64_t virtio_rng_bytes(const struct virtio_rng *rng)

@@ -4,8 +4,14 @@
 
 #include "devices/virtio/virtio.h"
 
+#include <sys/types.h>
+
 struct virtio_rng;
 struct device_kind_desc;
+
+/* An entropy source: fill up to len bytes of buf, return how many (short counts are fine), or
+ * -1 with errno set, like getrandom(). EINTR is retried; any other error ends the request. */
+typedef ssize_t (*virtio_rng_source_fn)(void *opaque, void *buf, size_t len);
 
 /* --rng: no options of its own. */
 extern const struct device_kind_desc virtio_rng_kind;
@@ -14,6 +20,8 @@ extern const struct device_kind_desc virtio_rng_kind;
 struct virtio_rng *virtio_rng_create(struct virtio_dev *dev, struct guest_mem *mem,
 				     struct event_loop *loop, const char *label);
 void virtio_rng_destroy(struct virtio_rng *rng);
+/* Replace the default source (the host's getrandom()): for tests that must know the bytes. */
+void virtio_rng_set_source(struct virtio_rng *rng, virtio_rng_source_fn source, void *opaque);
 uint64_t virtio_rng_bytes(const struct virtio_rng *rng);
 
 #endif

@@ -17,6 +17,7 @@ for image in probe.bzImage probe.elf; do
 		expect_line "$name" out "^probe: boot protocol=$proto\$"
 		expect_line "$name" out "^probe: cmdline=\"$cmdline\"\$"
 		expect_line "$name" out "^probe: e820 ok"
+		expect_line "$name" out "^probe: ram ok ranges=2 words=[0-9]+ above_4g=0\$"
 		expect_line "$name" out "^probe: initrd addr=0x[0-9a-f]+ size=300000 crc32=$crc\$"
 		expect_line "$name" out "^probe: cpus=$cpus online=$cpus\$"
 		for ((i = 0; i < cpus; i++)); do
@@ -27,11 +28,14 @@ for image in probe.bzImage probe.elf; do
 	done
 done
 
-# Without an initrd, and with memory that needs the 3-4 GiB hole (RAM continues at 4 GiB).
-run_vmm big-memory 60 --kernel "$FW/probe.bzImage" --memory 4G --no-populate \
-	--cmdline "test=boot expect.mem=4G"
+# Without an initrd, and with memory that needs the 3-4 GiB hole: RAM continues at 4 GiB, and
+# the probe writes and reads back a pattern in each RAM range, that one included.
+run_vmm big-memory 60 --kernel "$FW/probe.bzImage" --memory 5G --no-populate \
+	--cmdline "test=boot expect.mem=5G"
 expect_probe_pass big-memory
-expect_line big-memory out '^probe: e820 entries=[0-9]+ ram=4294[0-9]{6} ok'
+expect_line big-memory out '^probe: e820 entries=[0-9]+ ram=5368[0-9]{6} ok'
+expect_line big-memory out '^probe: ram range addr=0x100000000 size=0x80000000 words=16$'
+expect_line big-memory out '^probe: ram ok ranges=3 words=[0-9]+ above_4g=16$'
 
 # The ELF also boots through the Linux 64-bit entry when asked to.
 run_vmm elf-linux64 60 --kernel "$FW/probe.elf" --boot linux64 --cmdline "test=boot"

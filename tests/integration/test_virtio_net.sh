@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # virtio-net end to end on a tap in a network namespace made by this test: the host pings the
 # guest; UDP echo in both directions; streams with both transmit modes, with offloads on and
-# off, over mmio and pci; two NICs; a tap deleted under a running VM; 64 MiB reliable bulk
-# transfers each way; and the user-mode backend with a host port forward. No corrupted datagram is accepted on either side.
+# off (checked in what the guest is offered), over mmio and pci; two NICs; a tap deleted under
+# a running VM; 64 MiB reliable bulk transfers each way; and the user-mode backend with a host
+# port forward. No corrupted datagram is accepted on either side, and every VMM exits with the
+# status expected of it.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/netns.sh"
 netns_require
@@ -25,9 +27,27 @@ start_vmm() {
 	VMM_PID=$!
 }
 
+# stop_vmm NAME: SIGTERM ends the VMM with 128 + 15; anything else (it died before) fails.
 stop_vmm() {
 	kill -TERM "$VMM_PID" 2>/dev/null
-	wait "$VMM_PID" 2>/dev/null || true
+	VMM_STATUS=0
+	wait "$VMM_PID" 2>/dev/null || VMM_STATUS=$?
+	expect_status "$1" 143
+}
+
+# wait_vmm NAME: a background VMM whose guest ends by itself; its status must be the PASS one.
+wait_vmm() {
+	VMM_STATUS=0
+	wait "$VMM_PID" || VMM_STATUS=$?
+	expect_status "$1" 0
+}
+
+# offered_bit NAME BIT: whether the device offered feature BIT, as the probe reported it.
+offered_bit() {
+	local offered
+	offered=$(grep -Eo ' offered=0x[0-9a-f]+ ' "$TEST_TMP/$1.out" | head -n 1 | tr -d ' ')
+	[ -n "$offered" ] || { show "$1"; fail "$1: the probe did not report the offered features"; }
+	echo $(((${offered#offered=} >> $2) & 1))
 }
 
 csum_errors() {
@@ -50,7 +70,7 @@ for transport in mmio pci; do
 		>"$TEST_TMP/$name.rr4k" || fail "$name: udpperf rr --size 4000 failed"
 	grep -Eq 'trans=[1-9][0-9]* .* bad=0' "$TEST_TMP/$name.rr4k" ||
 		{ cat "$TEST_TMP/$name.rr4k"; fail "$name: no echo of fragmented datagrams"; }
-	stop_vmm
+	stop_vmm "$name"
 done
 
 # Guest to host and back: the guest's udp_rr against the host's echo server.
@@ -86,10 +106,15 @@ for opts in tx=bh tx=timer tx=bh,offload=off tx=bh,tx-burst=8 tx=timer,tx-timer=
 	grep -Eq 'msgs=[1-9][0-9]* ' "$TEST_TMP/$name.sink" ||
 		{ cat "$TEST_TMP/$name.sink"; fail "$name: the host received nothing"; }
 	expect_line "$name" err "${opts%%,*} "
+	# What the guest sees: VIRTIO_NET_F_CSUM (0) and GUEST_CSUM (1) offered or not.
 	case $opts in
-	*offload=off*) expect_line "$name" err 'offloads off' ;;
-	*) expect_line "$name" err 'offloads on' ;;
+	*offload=off*) want=0 ;;
+	*) want=1 ;;
 	esac
+	for bit in 0 1; do
+		[ "$(offered_bit "$name" $bit)" = $want ] ||
+			{ show "$name"; fail "$name: feature bit $bit offered is not $want"; }
+	done
 done
 [ "$(csum_errors)" = "$before" ] || fail "the host saw UDP checksum errors"
 
@@ -113,7 +138,7 @@ start_vmm "$name" --net tap=mvt0,transport=mmio \
 	--cmdline "test=udp_sink net.secs=1 $PROBE_NET"
 wait_line "$name" out '^probe: net transport='
 netns_exec "$NS" "$UDPPERF" send --dest 10.0.2.15 --port 9000 --size 1000 --secs 3 >/dev/null
-wait "$VMM_PID" || true
+wait_vmm "$name"
 expect_line "$name" out '^probe: udp_sink msgs=[1-9]'
 expect_line "$name" out '^probe: PASS'
 expect_line "$name" out 'rx_bad=0 '
@@ -136,7 +161,7 @@ expect_line "$name" err 'virtio-net0: backend lost: .*deleted'
 "$MINIVMM" ctl --sock "$TEST_TMP/api.sock" status >"$TEST_TMP/$name.status" ||
 	fail "$name: the VMM stopped answering after its tap went away"
 grep -q '"label":"virtio-net1"' "$TEST_TMP/$name.status" || fail "$name: second NIC missing"
-stop_vmm
+stop_vmm "$name"
 [ "$(grep -c 'backend lost' "$TEST_TMP/$name.err")" = 1 ] || fail "$name: reported more than once"
 
 # Reliable bulk transfers (go-back-N over UDP, firmware/test_net_bulk.c), 64 MiB each way:
@@ -166,7 +191,7 @@ start_vmm "$name" --net tap=mvt1,transport=pci \
 wait_line "$name" out '^probe: bulk_recv ready'
 netns_exec "$NS" "$UDPPERF" bulk-send --dest 10.0.3.15 --port 9000 >"$TEST_TMP/$name.host" ||
 	{ cat "$TEST_TMP/$name.host"; show "$name"; fail "$name: udpperf bulk-send failed"; }
-wait "$VMM_PID" || true
+wait_vmm "$name"
 expect_line "$name" out '^probe: bulk_recv mib=64 datagrams=65536 .*corrupt=0 .*crc32=[0-9a-f]{8} ok$'
 expect_line "$name" out '^probe: PASS'
 expect_line "$name" out 'rx_bad=0 '
@@ -184,5 +209,5 @@ netns_exec "$NS" "$UDPPERF" rr --dest 127.0.0.1 --port "$port" --size 100 --secs
 	>"$TEST_TMP/user.rr" || fail "user: udpperf rr failed"
 grep -Eq 'trans=[1-9][0-9]* ' "$TEST_TMP/user.rr" ||
 	{ cat "$TEST_TMP/user.rr"; show user; fail "user: no echo through the port forward"; }
-stop_vmm
+stop_vmm user
 exit 0

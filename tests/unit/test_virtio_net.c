@@ -1,10 +1,13 @@
 /* virtio-net against a fake backend and a fake guest driver: transmit with the burst cap and
- * back-pressure, mergeable receive, receive flow control, frames too big for the buffers, and
+ * back-pressure, the timer transmit mode (delay, one pass per expiry, burst cap), mergeable
+ * receive, receive flow control, frames too big for the buffers, and
  * a transmit chain shorter than the header. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "devices/net/backend.h"
 #include "devices/virtio/net.h"
@@ -150,7 +153,8 @@ static void *gpa(uint64_t a)
 	return ram + a;
 }
 
-static void start(uint32_t burst, bool mergeable)
+/* A device configured by --net options (tap=fake,...), with its queues set up by the driver. */
+static void start_with(const char *options, bool mergeable)
 {
 	ram = calloc(1, RAM_SIZE);
 	guest_mem_init_with(&mem, ram, RAM_SIZE);
@@ -159,8 +163,7 @@ static void start(uint32_t burst, bool mergeable)
 	fake->eagain_at = -1;
 	struct net_config cfg;
 	char err[128];
-	cr_assert_eq(net_config_parse("tap=fake", &cfg, err, sizeof(err)), 0, "%s", err);
-	cfg.tx_burst = burst;
+	cr_assert_eq(net_config_parse(options, &cfg, err, sizeof(err)), 0, "%s", err);
 	net = virtio_net_create(&dev, &mem, &loop, &cfg, "net-test0", open_fake);
 	cr_assert_not_null(net);
 	dev.transport = &transport;
@@ -180,6 +183,13 @@ static void start(uint32_t burst, bool mergeable)
 					VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK);
 	cr_assert_eq(dev.status & VIRTIO_STATUS_DRIVER_OK, VIRTIO_STATUS_DRIVER_OK);
 	event_loop_run_once(&loop, 0); /* activation's receive kick-off */
+}
+
+static void start(uint32_t burst, bool mergeable)
+{
+	char options[64];
+	snprintf(options, sizeof(options), "tap=fake,tx-burst=%u", burst);
+	start_with(options, mergeable);
 }
 
 static void stop(void)
@@ -298,6 +308,96 @@ Test(virtio_net, backend_back_pressure_keeps_the_frame)
 	cr_assert_eq(fake->nsent, 3);
 	cr_assert_eq(fake->sent[1][NET_HDR_LEN], 0x41, "the held frame goes next, in order");
 	cr_assert_eq(used_idx(TXQ), 3);
+	stop();
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Run the event loop until the backend has sent more than `sent` frames (one loop iteration
+ * at a time, so what one iteration sends is one pass), or 2 s pass; returns when, in us. */
+static uint64_t run_until_sent_more_than(int sent)
+{
+	uint64_t deadline = now_us() + 2000000;
+	while (fake->nsent <= sent && now_us() < deadline)
+		event_loop_run_once(&loop, 10);
+	cr_assert_gt(fake->nsent, sent, "nothing sent within 2 s");
+	return now_us();
+}
+
+/* tx=timer: a kick only arms the timer (nothing is sent until it expires), then one pass sends
+ * everything queued. */
+Test(virtio_net, timer_mode_sends_the_batch_when_the_timer_fires)
+{
+	start_with("tap=fake,tx=timer,tx-timer=50000", true);
+	for (uint16_t i = 0; i < 5; i++)
+		post_tx(i, 64, (uint8_t)(0x30 + i));
+	uint64_t kicked = now_us();
+	virtio_dev_queue_notify(&dev, TXQ);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 0, "a kick in timer mode must not send before the timer fires");
+	uint64_t sent_at = run_until_sent_more_than(0);
+	cr_assert_geq(sent_at - kicked, 50000, "sent %lu us after the kick, before tx-timer=50000",
+		      (unsigned long)(sent_at - kicked));
+	cr_assert_eq(fake->nsent, 5, "the whole batch goes in one pass");
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(fake->sent[i][NET_HDR_LEN], 0x30 + i);
+	cr_assert_eq(used_idx(TXQ), 5);
+	stop();
+}
+
+/* tx-timer sets the delay: at least 2 ms here, and well under a second (a unit mix-up). */
+Test(virtio_net, timer_mode_delay_is_tx_timer)
+{
+	start_with("tap=fake,tx=timer,tx-timer=2000", true);
+	post_tx(0, 64, 0x11);
+	uint64_t kicked = now_us();
+	virtio_dev_queue_notify(&dev, TXQ);
+	uint64_t waited = run_until_sent_more_than(0) - kicked;
+	cr_assert_geq(waited, 2000, "sent after %lu us", (unsigned long)waited);
+	cr_assert_lt(waited, 500000, "sent after %lu us: the delay is not tx-timer's 2 ms",
+		     (unsigned long)waited);
+	stop();
+}
+
+/* A second kick while the timer waits flushes at once (the ring is filling up). */
+Test(virtio_net, timer_mode_kick_while_armed_flushes_now)
+{
+	start_with("tap=fake,tx=timer,tx-timer=1000000", true);
+	post_tx(0, 64, 0x21);
+	virtio_dev_queue_notify(&dev, TXQ);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 0);
+	post_tx(1, 64, 0x22);
+	virtio_dev_queue_notify(&dev, TXQ);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 2, "the second kick flushes without waiting 1 s");
+	stop();
+}
+
+/* tx-burst caps each timer pass: 5 frames at 2 per pass go out 2, 2, 1, each pass a timer
+ * period after the one before (a full burst re-arms the timer, no kick needed). */
+Test(virtio_net, timer_mode_passes_are_capped_by_tx_burst)
+{
+	start_with("tap=fake,tx=timer,tx-timer=5000,tx-burst=2", true);
+	for (uint16_t i = 0; i < 5; i++)
+		post_tx(i, 64, (uint8_t)i);
+	uint64_t last = now_us();
+	virtio_dev_queue_notify(&dev, TXQ);
+	const int after_pass[3] = {2, 4, 5};
+	for (int p = 0, sent = 0; p < 3; sent = after_pass[p++]) {
+		uint64_t at = run_until_sent_more_than(sent);
+		cr_assert_eq(fake->nsent, after_pass[p], "pass %d: %d frames sent in all", p,
+			     fake->nsent);
+		cr_assert_geq(at - last, 5000, "pass %d came %lu us after the one before", p,
+			      (unsigned long)(at - last));
+		last = at;
+	}
+	cr_assert_eq(used_idx(TXQ), 5);
 	stop();
 }
 
