@@ -11,9 +11,10 @@ grace=${MINIVMM_TEST_GRACE:-10}
 tests=("$@")
 [ ${#tests[@]} -eq 0 ] && tests=("$dir"/test_*.sh)
 log=$(mktemp /tmp/minivmm-run.XXXXXX)
-sid=
+sid="" timer=""
 # Interrupted: stop the running test (its session does not see the terminal's Ctrl-C) first.
 stop_test() {
+	[ -z "$timer" ] || kill "$timer" 2>/dev/null
 	[ -n "$sid" ] || return 0
 	pkill -TERM -s "$sid"
 	timeout "$grace" tail --pid="$sid" -f /dev/null
@@ -29,18 +30,19 @@ run_test() {
 	setsid bash "$1" </dev/null >"$log" 2>&1 &
 	sid=$!
 	sleep "$limit" &
-	local timer=$! done=
-	wait -n -p done "$sid" "$timer"
+	timer=$!
+	local ended=
+	wait -n -p ended "$sid" "$timer"
 	rc=$?
-	if [ "$done" = "$sid" ]; then
+	if [ "$ended" = "$sid" ]; then
 		kill "$timer" 2>/dev/null
 		wait "$timer" 2>/dev/null
 	else
 		pkill -TERM -s "$sid"
 		sleep "$grace" &
 		timer=$!
-		wait -n -p done "$sid" "$timer"
-		if [ "$done" = "$sid" ]; then
+		wait -n -p ended "$sid" "$timer"
+		if [ "$ended" = "$sid" ]; then
 			kill "$timer" 2>/dev/null
 			wait "$timer" 2>/dev/null
 		else
@@ -49,7 +51,7 @@ run_test() {
 		fi
 		rc=124
 	fi
-	sid=
+	sid="" timer=""
 }
 
 pass=0 failed=0 skipped=0

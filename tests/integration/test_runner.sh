@@ -2,6 +2,7 @@
 # run.sh itself: a test that hangs fails as "timed out after N s" instead of hanging the suite,
 # its cleanup (lib.sh's EXIT trap) still runs, also while it waits on a nested `timeout`, and
 # nothing it started outlives it; one that ignores SIGTERM is killed after the grace period.
+# run.sh stopped itself (SIGTERM, or Ctrl-C) stops the running test the same way first.
 source "$(dirname "$0")/lib.sh"
 
 d=$TEST_TMP/suite
@@ -51,4 +52,21 @@ for p in sleep stubborn; do
 done
 # 2 + 2 s (+ grace) for the two that hang, not their own 300 s
 [ $took -lt 30 ] || fail "run.sh took $took s"
+
+# run.sh stopped while the hung test runs
+rm -f "$d/cleaned" "$d/sleep.pid"
+"$ROOT/tests/integration/run.sh" "$d/test_b_hang.sh" >"$TEST_TMP/stopped.out" 2>&1 &
+runner=$!
+on_exit "kill -9 $runner 2>/dev/null"
+for _ in $(seq 100); do
+	[ -s "$d/sleep.pid" ] && break
+	sleep 0.1
+done
+[ -s "$d/sleep.pid" ] || fail "the hung test did not start under run.sh"
+kill -TERM $runner
+rc=0
+wait $runner || rc=$?
+[ $rc = 130 ] || fail "run.sh stopped by SIGTERM exited $rc, expected 130"
+[ -f "$d/cleaned" ] || fail "run.sh stopped: the running test's cleanup did not run"
+! kill -0 "$(cat "$d/sleep.pid")" 2>/dev/null || fail "run.sh stopped: the test's sleep outlived it"
 exit 0
