@@ -23,7 +23,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \
-	clean fuzz
+	clean fuzz mutants
 all: $(BUILD)/minivmm firmware
 
 $(BUILD)/minivmm: $(VMM_OBJS)
@@ -68,6 +68,12 @@ sanitize-test:
 
 test: check-format unit-test integration-test linux-test sanitize-test
 	@echo "ALL TESTS PASSED"
+
+# Mutation check (not part of `make test`): every mutant in tests/mutants.txt, applied alone to a
+# scratch copy in /tmp, must make its test fail. `make mutants MUTANTS="id ..."` runs some.
+MUTANTS ?=
+mutants:
+	./scripts/mutants.sh $(MUTANTS)
 
 # Coverage-guided fuzzing (not part of `make test`): every tests/fuzz/fuzz_<name>.c is a libFuzzer
 # target linked with FUZZ_<name>_SRCS, run for FUZZ_SECONDS from tests/fuzz/corpus/<name>/;

@@ -52,9 +52,19 @@ out=$(timeout 60 "$BENCH" --dir h2g --config minivmm: --sizes "64 3000" --secs 1
 positive "$out" minivmm: 64 recv_msgs
 positive "$out" minivmm: 3000 recv_msgs
 grep -q '"configs":\["minivmm:"\]' <<<"$out" || fail "h2g: --profile broke the JSON: $out"
-# the window ends on time although the sink sleeps: 1 s, not a timeout later
-awk -v e="$(result "$out" minivmm: 64 elapsed_s)" 'BEGIN { exit !(e >= 0.95 && e <= 1.1) }' ||
-	fail "h2g with net.rxwait=halt: elapsed $(result "$out" minivmm: 64 elapsed_s) s, not 1 s"
+# The window, by the guest's own clock, although the sink sleeps: never shorter than the 1 s
+# asked for, and not a timeout later (the host streams for 2 s; the bound is wide, as a loaded
+# host may hold a vCPU back). The rate is derived from the same interval as the duration (the
+# probe truncates both to tenths: the true interval is up to 0.1 s longer than shown).
+for size in 64 3000; do
+	e=$(result "$out" minivmm: $size elapsed_s)
+	awk -v e="$e" 'BEGIN { exit !(e >= 0.999 && e < 3) }' ||
+		fail "h2g $size bytes with net.rxwait=halt: elapsed '$e' s, asked for 1 s"
+	m=$(result "$out" minivmm: $size recv_msgs) r=$(result "$out" minivmm: $size mbps)
+	awk -v e="$e" -v m="$m" -v r="$r" -v s=$size 'BEGIN { x = m * s * 8 / e / 1e6
+		exit !(r > 0 && x / r > 0.99 && x / r < (e + 0.1) / e + 0.01) }' ||
+		fail "h2g $size bytes: $m messages in $e s is not $r Mbit/s"
+done
 
 # --profile: where the VMM's CPU went, per named thread, split into kernel and minivmm.
 out=$(timeout 60 "$BENCH" --dir rr --config minivmm: --profile --sizes 64 --secs 1 \
