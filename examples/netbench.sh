@@ -184,7 +184,7 @@ UDPPERF=$PWD/$UDPPERF TAPSEND=$PWD/$TAPSEND
 # ---------------------------------------------------------------------------------------------
 # Clean-up of everything we create; registered before anything is created.
 TMP=$(mktemp -d /tmp/netbench.XXXXXX)
-NS=netbench-$$
+NS=${NETBENCH_NS:-netbench-$$} # NETBENCH_NS: the caller's name (a test checks it is gone)
 NS_G=("$NS-g0" "$NS-g1") # "guest" namespaces of the netns: configuration
 NAMESPACES=()
 PIDS=()

@@ -23,7 +23,8 @@ positive() {
 	awk -v v="$v" 'BEGIN { exit !(v + 0 > 0) }' || fail "$2 $3 bytes: $4 is '$v' in: $1"
 }
 
-before=$(ip netns list | grep -c '^netbench-' || true)
+# Each run's namespace has this name, so the check below sees only this test's runs.
+export NETBENCH_NS=netbench-test-$$
 
 out=$(timeout 120 "$BENCH" --config minivmm: --ceiling --sizes "64 3000" --secs 1 \
 	--probe-args net.txwait=halt --json 2>"$TEST_TMP/g2h.err") ||
@@ -82,7 +83,9 @@ rc=0
 [ $rc = 2 ] && grep -q 'tapwrite: measures g2h and pps only' "$TEST_TMP/refused.err" ||
 	fail "tapwrite: with --dir h2g: status $rc, $(cat "$TEST_TMP/refused.err")"
 
-after=$(ip netns list | grep -c '^netbench-' || true)
-[ "$after" = "$before" ] || fail "netbench left namespaces behind: $(ip netns list)"
-pgrep -f "build/examples/(tapsend|udpperf)" >/dev/null && fail "netbench left host tools running"
+ip netns list | grep -qw -- "$NETBENCH_NS" && fail "netbench left its namespace behind"
+# Host tools of this tree's runs (netbench runs them from $ROOT); other trees' runs may coexist.
+for p in $(pgrep -f "build/examples/(tapsend|udpperf)"); do
+	[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$ROOT" ] && fail "netbench left host tools running"
+done
 exit 0
