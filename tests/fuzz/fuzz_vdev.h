@@ -76,6 +76,9 @@ struct fv_chain {
 	uint16_t desc[FV_CHAIN_MAX];
 	uint64_t writable;  /* bytes the device may write */
 	uint64_t last_byte; /* guest address of the last device-writable byte (if writable) */
+	uint8_t nw;	    /* the device-writable buffers, in order */
+	uint64_t w_addr[FV_CHAIN_MAX];
+	uint32_t w_len[FV_CHAIN_MAX];
 };
 
 struct fv {
@@ -91,8 +94,10 @@ struct fv {
 	uint64_t bump;					/* next free data byte */
 	bool wild;    /* a raw address was used: the rings may hold anything */
 	bool wrapped; /* buffers were reused while maybe in flight: contents unreliable */
-	/* Optional per-target check of a chain the device used (neither wild nor wrapped). */
-	void (*check_used)(const struct fv_chain *c, uint32_t len);
+	/* Optional per-target check of each chain the device used, in order (its contents are
+	 * reliable unless wild or wrapped), and what to forget when the driver resets. */
+	void (*check_used)(int q, const struct fv_chain *c, uint32_t len);
+	void (*on_reset)(void);
 	unsigned queue_irqs, config_irqs;
 };
 
@@ -137,6 +142,7 @@ static inline void fv_begin(void)
 	fv.bump = FV_DATA_START;
 	fv.wild = fv.wrapped = false;
 	fv.check_used = NULL;
+	fv.on_reset = NULL;
 	fv.queue_irqs = fv.config_irqs = 0;
 }
 
@@ -194,8 +200,8 @@ static inline void fv_reap(void)
 				abort(); /* a head never posted, used twice, or overlong */
 			if (!c || !c->busy)
 				continue;
-			if (!fv.wild && !fv.wrapped && fv.check_used)
-				fv.check_used(c, len);
+			if (fv.check_used)
+				fv.check_used(q, c, len);
 			c->busy = false;
 			for (unsigned i = 0; i < c->ndesc; i++)
 				fv.desc_busy[q][c->desc[i]] = false;
@@ -240,7 +246,9 @@ static inline void fv_post(struct fv_input *in, int q, bool indirect)
 		uint32_t len;
 		uint16_t flags;
 	} b[FV_CHAIN_MAX];
-	uint64_t writable = 0, last_byte = 0;
+	uint64_t writable = 0, last_byte = 0, w_addr[FV_CHAIN_MAX];
+	uint32_t w_len[FV_CHAIN_MAX];
+	uint8_t nw = 0;
 	for (unsigned i = 0; i < n; i++) {
 		uint8_t f = fv_u8(in);
 		uint64_t len = fv_u16(in);
@@ -258,6 +266,8 @@ static inline void fv_post(struct fv_input *in, int q, bool indirect)
 			writable += len;
 			if (len)
 				last_byte = b[i].addr + len - 1;
+			w_addr[nw] = b[i].addr;
+			w_len[nw++] = (uint32_t)len;
 		} else {
 			unsigned fill = fv_u8(in) % (FV_FILL_MAX + 1);
 			uint8_t *dst = guest_mem_ptr(&fv.mem, b[i].addr, fill < len ? fill : len);
@@ -298,8 +308,13 @@ static inline void fv_post(struct fv_input *in, int q, bool indirect)
 	uint8_t *lb = writable ? guest_mem_ptr(&fv.mem, last_byte, 1) : NULL;
 	if (lb)
 		*lb = 0xee;
-	*c = (struct fv_chain){
-	    .busy = true, .ndesc = (uint8_t)need, .writable = writable, .last_byte = last_byte};
+	*c = (struct fv_chain){.busy = true,
+			       .ndesc = (uint8_t)need,
+			       .writable = writable,
+			       .last_byte = last_byte,
+			       .nw = nw};
+	memcpy(c->w_addr, w_addr, nw * sizeof(w_addr[0]));
+	memcpy(c->w_len, w_len, nw * sizeof(w_len[0]));
 	for (unsigned i = 0; i < need; i++) {
 		c->desc[i] = idx[i];
 		fv.desc_busy[q][idx[i]] = true;
@@ -363,6 +378,8 @@ static inline void fv_step(struct fv_input *in)
 	}
 	case 6:
 		virtio_dev_set_status(&fv.dev, 0);
+		if (fv.on_reset)
+			fv.on_reset();
 		fv_driver_start(fv_restart_features);
 		break;
 	case 7:

@@ -20,8 +20,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static struct virtio_blk *blk;
 
 /* Every completed request has its status byte, the last device-writable one, set. */
-static void check_used(const struct fv_chain *c, uint32_t len)
+static void check_used(int q, const struct fv_chain *c, uint32_t len)
 {
+	(void)q;
+	if (fv.wild || fv.wrapped)
+		return;
 	const uint8_t *status = guest_mem_ptr(&fv.mem, c->last_byte, 1);
 	if (!c->writable || len < 1 || !status || *status > 2)
 		abort();

@@ -6,7 +6,8 @@
  * uso, bit 6 offload=off), u8 tx burst, u64 feature bits accepted, then operations. The device
  * operation is u8 what: 0 the backend receives a frame (u16 length, u8 count and bytes, the rest
  * a pattern), 1 the next send is refused with EAGAIN, 2 the backend can send again, 3 the link
- * goes down, 4 wait 1 ms for timers. */
+ * goes down, 4 wait 1 ms for timers. Received frames are checked byte for byte in the buffers
+ * the device returns (num_buffers aside), and their num_buffers against the buffers used. */
 #include <errno.h>
 
 #include "devices/net/backend.h"
@@ -29,6 +30,107 @@ static struct {
 } fake;
 
 static volatile uint8_t sink;
+
+/* Frames the device took from the backend, in order, until the guest sees them; and the one
+ * being reassembled from the receive queue's used entries. */
+#define GIVEN_MAX 64
+static struct {
+	uint8_t *f[GIVEN_MAX];
+	size_t len[GIVEN_MAX];
+	int head, count;
+	bool unreliable; /* a frame was not recorded, or buffers' contents cannot be trusted */
+	bool in_frame;
+	size_t off;	  /* bytes of the current frame seen so far */
+	unsigned left;	  /* used entries still to come for it (num_buffers) */
+	unsigned checked; /* frames compared (FUZZ_VERBOSE) */
+} given;
+
+static void given_pop(void)
+{
+	free(given.f[given.head]);
+	given.f[given.head] = NULL;
+	given.head = (given.head + 1) % GIVEN_MAX;
+	given.count--;
+	given.in_frame = false;
+}
+
+static void given_clear(void)
+{
+	while (given.count)
+		given_pop();
+	given.head = 0;
+}
+
+/* A reset drops the frame the device held: start again from the next one. */
+static void rx_reset(void)
+{
+	given_clear();
+}
+
+/* Copy the first len bytes a used chain's writable buffers hold. */
+static void chain_bytes(const struct fv_chain *c, uint8_t *out, size_t len)
+{
+	for (unsigned i = 0; i < c->nw && len; i++) {
+		size_t n = c->w_len[i] < len ? c->w_len[i] : len;
+		const uint8_t *p = guest_mem_ptr(&fv.mem, c->w_addr[i], n);
+		if (!p)
+			abort();
+		memcpy(out, p, n);
+		out += n;
+		len -= n;
+	}
+}
+
+/* Every receive buffer the device returns holds the next frame's bytes, and num_buffers in the
+ * first one's header counts the buffers the frame took; a frame too big for the buffers comes
+ * back as a bare header in one buffer (dropped). */
+static void check_used(int q, const struct fv_chain *c, uint32_t len)
+{
+	static uint8_t got[FRAME_MAX];
+	if (q != 0)
+		return;
+	if (fv.wild || fv.wrapped)
+		given.unreliable = true;
+	if (given.unreliable)
+		return;
+	if (!given.count)
+		abort(); /* a receive buffer used without a frame */
+	const uint8_t *f = given.f[given.head];
+	size_t flen = given.len[given.head];
+	if (len > c->writable)
+		abort();
+	chain_bytes(c, got, len);
+	if (!given.in_frame) {
+		if (len < NET_HDR_LEN)
+			abort();
+		unsigned nb = got[10] | got[11] << 8;
+		bool mergeable = fv.features & (1ULL << 15);
+		if (nb == 0 || (!mergeable && nb != 1) || memcmp(got, f, 10))
+			abort();
+		if (len == NET_HDR_LEN && flen > NET_HDR_LEN) {
+			if (nb != 1)
+				abort();
+			given_pop(); /* too big for the buffers: dropped */
+			given.checked++;
+			return;
+		}
+		given.in_frame = true;
+		given.off = 0;
+		given.left = nb;
+	}
+	for (size_t k = 0; k < len; k++) {
+		size_t at = given.off + k;
+		if (at >= flen || (at != 10 && at != 11 && got[k] != f[at]))
+			abort();
+	}
+	given.off += len;
+	if (--given.left == 0) {
+		if (given.off != flen)
+			abort();
+		given_pop();
+		given.checked++;
+	}
+}
 
 static int fake_send(struct net_backend *be, const struct iovec *iov, int iovcnt)
 {
@@ -57,7 +159,15 @@ static ssize_t fake_recv(struct net_backend *be, uint8_t *buf, size_t len)
 	int i = fake.rx_head;
 	size_t n = fake.rx_len[i] < len ? fake.rx_len[i] : len;
 	memcpy(buf, fake.rx[i], n);
-	free(fake.rx[i]);
+	if (n >= NET_HDR_LEN && given.count < GIVEN_MAX) {
+		int g = (given.head + given.count++) % GIVEN_MAX;
+		given.f[g] = fake.rx[i];
+		given.len[g] = n;
+	} else {
+		if (n >= NET_HDR_LEN)
+			given.unreliable = true;
+		free(fake.rx[i]);
+	}
 	fake.rx[i] = NULL;
 	fake.rx_head = (i + 1) % RXQ_MAX;
 	fake.rx_count--;
@@ -175,10 +285,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    virtio_net_create(&fv.dev, &fv.mem, &fv.loop, &cfg, "fuzz-net", open_fake);
 	if (!net)
 		abort();
+	given_clear();
+	given.unreliable = false;
+	given.checked = 0;
+	fv.check_used = check_used;
+	fv.on_reset = rx_reset;
 	fv_restart_features = fv_u64(&in);
 	fv_driver_start(fv_restart_features);
 	fv_run_ops(&in);
 	virtio_net_destroy(net);
+	given_clear();
+	if (getenv("FUZZ_VERBOSE"))
+		fprintf(stderr, "received frames checked: %u%s\n", given.checked,
+			given.unreliable ? " (then unreliable)" : "");
 	pthread_mutex_destroy(&fv.dev.lock);
 	return 0;
 }
