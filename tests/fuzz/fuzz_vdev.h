@@ -76,9 +76,10 @@ struct fv_chain {
 	uint16_t desc[FV_CHAIN_MAX];
 	uint64_t writable;  /* bytes the device may write */
 	uint64_t last_byte; /* guest address of the last device-writable byte (if writable) */
-	uint8_t nw;	    /* the device-writable buffers, in order */
-	uint64_t w_addr[FV_CHAIN_MAX];
-	uint32_t w_len[FV_CHAIN_MAX];
+	uint8_t nw, nr;	    /* the device-writable and -readable buffers, in order */
+	uint64_t w_addr[FV_CHAIN_MAX], r_addr[FV_CHAIN_MAX];
+	uint32_t w_len[FV_CHAIN_MAX], r_len[FV_CHAIN_MAX];
+	uint64_t posted; /* fv.clock when posted */
 };
 
 struct fv {
@@ -92,8 +93,9 @@ struct fv {
 	bool desc_busy[FV_MAX_QUEUES][FV_QSIZE];
 	struct fv_chain chain[FV_MAX_QUEUES][FV_QSIZE]; /* by head */
 	uint64_t bump;					/* next free data byte */
-	bool wild;    /* a raw address was used: the rings may hold anything */
-	bool wrapped; /* buffers were reused while maybe in flight: contents unreliable */
+	uint64_t clock; /* counts posts and used entries: orders requests' lifetimes */
+	bool wild;	/* a raw address was used: the rings may hold anything */
+	bool wrapped;	/* buffers were reused while maybe in flight: contents unreliable */
 	/* Optional per-target check of each chain the device used, in order (its contents are
 	 * reliable unless wild or wrapped), and what to forget when the driver resets. */
 	void (*check_used)(int q, const struct fv_chain *c, uint32_t len);
@@ -140,6 +142,7 @@ static inline void fv_begin(void)
 	memset(fv.desc_busy, 0, sizeof(fv.desc_busy));
 	memset(fv.chain, 0, sizeof(fv.chain));
 	fv.bump = FV_DATA_START;
+	fv.clock = 0;
 	fv.wild = fv.wrapped = false;
 	fv.check_used = NULL;
 	fv.on_reset = NULL;
@@ -200,6 +203,7 @@ static inline void fv_reap(void)
 				abort(); /* a head never posted, used twice, or overlong */
 			if (!c || !c->busy)
 				continue;
+			fv.clock++;
 			if (fv.check_used)
 				fv.check_used(q, c, len);
 			c->busy = false;
@@ -246,9 +250,9 @@ static inline void fv_post(struct fv_input *in, int q, bool indirect)
 		uint32_t len;
 		uint16_t flags;
 	} b[FV_CHAIN_MAX];
-	uint64_t writable = 0, last_byte = 0, w_addr[FV_CHAIN_MAX];
-	uint32_t w_len[FV_CHAIN_MAX];
-	uint8_t nw = 0;
+	uint64_t writable = 0, last_byte = 0, w_addr[FV_CHAIN_MAX], r_addr[FV_CHAIN_MAX];
+	uint32_t w_len[FV_CHAIN_MAX], r_len[FV_CHAIN_MAX];
+	uint8_t nw = 0, nr = 0;
 	for (unsigned i = 0; i < n; i++) {
 		uint8_t f = fv_u8(in);
 		uint64_t len = fv_u16(in);
@@ -269,6 +273,8 @@ static inline void fv_post(struct fv_input *in, int q, bool indirect)
 			w_addr[nw] = b[i].addr;
 			w_len[nw++] = (uint32_t)len;
 		} else {
+			r_addr[nr] = b[i].addr;
+			r_len[nr++] = (uint32_t)len;
 			unsigned fill = fv_u8(in) % (FV_FILL_MAX + 1);
 			uint8_t *dst = guest_mem_ptr(&fv.mem, b[i].addr, fill < len ? fill : len);
 			for (unsigned k = 0; k < fill; k++) {
@@ -312,9 +318,13 @@ static inline void fv_post(struct fv_input *in, int q, bool indirect)
 			       .ndesc = (uint8_t)need,
 			       .writable = writable,
 			       .last_byte = last_byte,
-			       .nw = nw};
+			       .nw = nw,
+			       .nr = nr,
+			       .posted = fv.clock++};
 	memcpy(c->w_addr, w_addr, nw * sizeof(w_addr[0]));
 	memcpy(c->w_len, w_len, nw * sizeof(w_len[0]));
+	memcpy(c->r_addr, r_addr, nr * sizeof(r_addr[0]));
+	memcpy(c->r_len, r_len, nr * sizeof(r_len[0]));
 	for (unsigned i = 0; i < need; i++) {
 		c->desc[i] = idx[i];
 		fv.desc_busy[q][idx[i]] = true;

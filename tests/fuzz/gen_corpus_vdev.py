@@ -63,6 +63,10 @@ def blk():
     for name, r in reqs.items():
         out[name] = bytes([16, 0]) + feats + r + bytes([DEVICE]) + config(0, 3)
         out[name + "_workers"] = bytes([16, 2]) + feats + r + bytes([DEVICE])
+    # Written, then read back (the target compares it with its shadow of the image).
+    out["write_read"] = (bytes([16, 0]) + feats + reqs["write"] + bytes([DEVICE])
+                         + post_kick(0, desc(16, blk_hdr(0, 2)), desc(1536, writable=True), status)
+                         + bytes([DEVICE]))
     out["readonly_write"] = bytes([16, 1]) + feats + reqs["write"] + bytes([DEVICE])
     out["reset_in_flight"] = bytes([16, 2]) + feats + reqs["read"] + reqs["write"] + bytes([RESET])
     return out
