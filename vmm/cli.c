@@ -402,7 +402,9 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 
 	rewrite_device_options(argc, argv);
 	opterr = 0;
-	optind = 1;
+	/* 0, not 1: glibc then also forgets its position inside a word ("-xyz") from a previous
+	 * call, which would otherwise be read from that call's (perhaps freed) argv. */
+	optind = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		switch (c) {

@@ -25,7 +25,8 @@ int initrd_place(struct guest_mem *mem, const uint8_t *data, size_t size, uint64
 	}
 	uint64_t a = (limit - size) & ~(PAGE_SIZE - 1);
 	uint8_t *dst = guest_mem_ptr(mem, a, size);
-	if (a < kernel_end || !dst) {
+	/* a = 0 would read as "no initrd" to the caller: refuse it as not fitting. */
+	if (a == 0 || a < kernel_end || !dst) {
 		snprintf(err, errlen,
 			 "initrd of %zu bytes does not fit between the kernel end 0x%" PRIx64
 			 " and 0x%" PRIx64,

@@ -4,6 +4,7 @@
 
 #include "arch/x86/boot_params.h"
 #include "arch/x86/bzimage.h"
+#include "arch/x86/initrd.h"
 #include "arch/x86/layout.h"
 #include "x86_test_util.h"
 
@@ -172,6 +173,25 @@ Test(boot_params, initrd_not_above_kernel_refused)
 	cr_assert_str_eq(err, "initrd of 9437184 bytes does not fit between the kernel end "
 			      "0x1800000 and 0x2000000");
 	teardown(&f);
+}
+
+/* Found by fuzz_kernel_loaders: with a limit below one page and no kernel below it, the only
+ * page-aligned address left was 0, returned as success although 0 means "no initrd". */
+Test(boot_params, initrd_never_placed_at_address_zero)
+{
+	struct test_ram r;
+	test_ram_init(&r, 8 * MiB);
+	static const uint8_t initrd[136];
+	uint64_t a = 1;
+	cr_assert_neq(initrd_place(&r.mem, initrd, sizeof(initrd), 0, 0x100, &a, err, sizeof(err)),
+		      0);
+	cr_assert_eq(a, 0);
+	cr_assert_str_eq(err,
+			 "initrd of 136 bytes does not fit between the kernel end 0x0 and 0x101");
+	cr_assert_eq(initrd_place(&r.mem, initrd, sizeof(initrd), 0, 0x1100, &a, err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(a, 0x1000, "the lowest page but one still fits");
+	test_ram_fini(&r);
 }
 
 Test(boot_params, cmdline_limits)

@@ -278,3 +278,20 @@ Test(jail, bad_directories_refused)
 	close(fd);
 	expect_jail_error("%s,uid=65534,gid=4000", "not empty");
 }
+
+/* Found by fuzz_cli: after a vector that stopped inside a word of short options, getopt's
+ * position in that word survived into the next call (a stale pointer into the old argv). */
+Test(cli_parse, no_state_left_from_previous_call)
+{
+	struct vm_config cfg;
+	char a0[] = "minivmm", a1[] = "-xyz";
+	char *bad[] = {a0, a1, NULL};
+	cr_assert_eq(parse(&cfg, 2, bad), CLI_ERROR);
+	cli_free_config(&cfg);
+	a1[2] = 'q'; /* the old word changes (or is freed) */
+	char b1[] = "--kernel", b2[] = "k";
+	char *good[] = {a0, b1, b2, NULL};
+	cr_assert_eq(parse(&cfg, 3, good), CLI_RUN, "%s", err);
+	cr_assert_str_eq(cfg.kernel_path, "k");
+	cli_free_config(&cfg);
+}
