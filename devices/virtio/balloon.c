@@ -259,7 +259,7 @@ static void queue_notify(struct virtio_dev *dev, int q)
 {
 	struct virtio_balloon *b = dev->priv;
 	b->pass_pfns = 0;
-	if (q >= 0 && q < dev->ops->nr_queues)
+	if (q >= 0 && q < dev->nr_queues)
 		process(b, q);
 }
 
@@ -274,7 +274,7 @@ static void continue_drain(void *opaque)
 	struct virtio_dev *dev = b->dev;
 	pthread_mutex_lock(&dev->lock);
 	b->pass_pfns = 0;
-	for (int q = 0; q < dev->ops->nr_queues && live(dev); q++)
+	for (int q = 0; q < dev->nr_queues && live(dev); q++)
 		if (dev->vqs[q].desc)
 			process(b, q);
 	pthread_mutex_unlock(&dev->lock);
@@ -342,24 +342,15 @@ static void reset(struct virtio_dev *dev)
 	pthread_mutex_unlock(&b->lock);
 }
 
-#define RING_FEATURES ((1ULL << VIRTIO_RING_F_EVENT_IDX) | (1ULL << VIRTIO_RING_F_INDIRECT_DESC))
-
-#define BALLOON_OPS(nq, extra)                                                                     \
-	{                                                                                          \
-		.name = "virtio-balloon", .device_id = VIRTIO_ID_BALLOON, .nr_queues = (nq),       \
-		.max_queue_size = BALLOON_QUEUE_SIZE,                                              \
-		.features = RING_FEATURES | 1ULL << VIRTIO_BALLOON_F_STATS_VQ | (extra),           \
-		.config_size = CONFIG_SIZE, .read_config = read_config,                            \
-		.write_config = write_config, .reset = reset, .queue_notify = queue_notify,        \
-	}
-
-#define OOM (1ULL << VIRTIO_BALLOON_F_DEFLATE_ON_OOM)
-#define REP (1ULL << VIRTIO_BALLOON_F_REPORTING)
-
-/* [reporting][deflate_on_oom]: the reporting queue exists only when offered. */
-static const struct virtio_device_ops balloon_ops[2][2] = {
-    {BALLOON_OPS(3, 0), BALLOON_OPS(3, OOM)},
-    {BALLOON_OPS(4, REP), BALLOON_OPS(4, REP | OOM)},
+static const struct virtio_device_ops balloon_ops = {
+    .name = "virtio-balloon",
+    .device_id = VIRTIO_ID_BALLOON,
+    .max_queue_size = BALLOON_QUEUE_SIZE,
+    .config_size = CONFIG_SIZE,
+    .read_config = read_config,
+    .write_config = write_config,
+    .reset = reset,
+    .queue_notify = queue_notify,
 };
 
 struct virtio_balloon *virtio_balloon_create(struct virtio_dev *dev, struct guest_mem *mem,
@@ -383,8 +374,15 @@ struct virtio_balloon *virtio_balloon_create(struct virtio_dev *dev, struct gues
 	b->info.reporting = opts->reporting;
 	bottom_half_init(&b->more, continue_drain, b);
 	b->stats_timer_ok = event_timer_init(loop, &b->stats_timer, stats_tick, b) == 0;
-	virtio_dev_init(dev, &balloon_ops[opts->reporting][opts->deflate_on_oom], b, mem, loop,
-			label);
+	/* The reporting queue exists only when reporting is offered. */
+	const struct virtio_dev_params params = {
+	    .features = (1ULL << VIRTIO_RING_F_EVENT_IDX) | (1ULL << VIRTIO_RING_F_INDIRECT_DESC) |
+			(1ULL << VIRTIO_BALLOON_F_STATS_VQ) |
+			(opts->deflate_on_oom ? 1ULL << VIRTIO_BALLOON_F_DEFLATE_ON_OOM : 0) |
+			(opts->reporting ? 1ULL << VIRTIO_BALLOON_F_REPORTING : 0),
+	    .nr_queues = opts->reporting ? 4 : 3,
+	};
+	virtio_dev_init(dev, &balloon_ops, &params, b, mem, loop, label);
 	return b;
 oom:
 	if (b) {

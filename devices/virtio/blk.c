@@ -86,7 +86,6 @@ struct blk_req {
 
 struct virtio_blk {
 	struct virtio_dev *dev;
-	struct virtio_device_ops ops; /* per device: the offered features depend on readonly */
 	struct event_loop *loop;
 	struct event_source src;
 	bool src_added;
@@ -539,6 +538,16 @@ static void build_config(struct virtio_blk *blk)
 	c[CFG_WZ_MAY_UNMAP] = 1;
 }
 
+static const struct virtio_device_ops blk_ops = {
+    .name = "virtio-blk",
+    .device_id = VIRTIO_ID_BLOCK,
+    .max_queue_size = BLK_QUEUE_SIZE,
+    .config_size = BLK_CONFIG_SIZE,
+    .read_config = read_config,
+    .reset = reset,
+    .queue_notify = queue_notify,
+};
+
 struct virtio_blk *virtio_blk_create(struct virtio_dev *dev, struct guest_mem *mem,
 				     struct event_loop *loop, const char *label,
 				     const struct virtio_blk_options *opts)
@@ -579,23 +588,17 @@ struct virtio_blk *virtio_blk_create(struct virtio_dev *dev, struct guest_mem *m
 	build_config(blk);
 	bottom_half_init(&blk->more, continue_drain, blk);
 
-	blk->ops = (struct virtio_device_ops){
-	    .name = "virtio-blk",
-	    .device_id = VIRTIO_ID_BLOCK,
-	    .nr_queues = 1,
-	    .max_queue_size = BLK_QUEUE_SIZE,
+	/* The offered features depend on readonly; blk_ops is the same for every disk. */
+	const struct virtio_dev_params params = {
 	    .features = (1ULL << VIRTIO_BLK_F_SIZE_MAX) | (1ULL << VIRTIO_BLK_F_SEG_MAX) |
 			(1ULL << VIRTIO_BLK_F_BLK_SIZE) | (1ULL << VIRTIO_BLK_F_FLUSH) |
 			(1ULL << VIRTIO_BLK_F_TOPOLOGY) | (1ULL << VIRTIO_BLK_F_DISCARD) |
 			(1ULL << VIRTIO_BLK_F_WRITE_ZEROES) |
 			(opts->readonly ? 1ULL << VIRTIO_BLK_F_RO : 0) |
 			(1ULL << VIRTIO_RING_F_EVENT_IDX) | (1ULL << VIRTIO_RING_F_INDIRECT_DESC),
-	    .config_size = BLK_CONFIG_SIZE,
-	    .read_config = read_config,
-	    .reset = reset,
-	    .queue_notify = queue_notify,
+	    .nr_queues = 1,
 	};
-	virtio_dev_init(dev, &blk->ops, blk, mem, loop, label);
+	virtio_dev_init(dev, &blk_ops, &params, blk, mem, loop, label);
 	log_info("%s: %s, %llu sectors%s, cache=%s, %s", label, opts->path,
 		 (unsigned long long)blk->capacity, opts->readonly ? ", read-only" : "",
 		 opts->direct ? "none" : "writeback", blk_image_engine(&blk->img));

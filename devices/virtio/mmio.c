@@ -77,7 +77,7 @@ static const struct virtio_transport_ops mmio_transport_ops = {
 static int selected_index(struct virtio_mmio *t)
 {
 	uint32_t sel = __atomic_load_n(&t->queue_sel, __ATOMIC_RELAXED);
-	return sel < (uint32_t)t->dev->ops->nr_queues ? (int)sel : -1;
+	return sel < (uint32_t)t->dev->nr_queues ? (int)sel : -1;
 }
 
 static struct virtqueue *selected_queue(struct virtio_mmio *t)
@@ -157,7 +157,7 @@ static void write_reg(struct virtio_mmio *t, uint64_t offset, uint32_t v)
 	}
 	case REG_QUEUE_NOTIFY:
 		/* Only reached when the ioeventfd is missing: hand the kick to the I/O thread. */
-		if (v < (uint32_t)dev->ops->nr_queues && t->notify_fd[v] >= 0) {
+		if (v < (uint32_t)dev->nr_queues && t->notify_fd[v] >= 0) {
 			uint64_t one = 1;
 			if (write(t->notify_fd[v], &one, sizeof(one)) < 0)
 				log_warn("%s: kick lost", dev->label);
@@ -280,7 +280,7 @@ int virtio_mmio_attach(struct virtio_mmio *t, struct vm *vm, struct event_loop *
 		log_error("%s: cannot set up its interrupt", dev->label);
 		return -1;
 	}
-	for (int q = 0; q < dev->ops->nr_queues; q++) {
+	for (int q = 0; q < dev->nr_queues; q++) {
 		t->notify_fd[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		t->notify_ctx[q] = (struct virtio_mmio_notify){.mmio = t, .queue = q};
 		if (t->notify_fd[q] < 0 ||

@@ -468,7 +468,6 @@ static void reset(struct virtio_dev *dev)
 static const struct virtio_device_ops net_ops = {
     .name = "virtio-net",
     .device_id = VIRTIO_ID_NET,
-    .nr_queues = 2,
     .max_queue_size = NET_QUEUE_SIZE,
     .config_size = sizeof(struct virtio_net_config_space),
     .read_config = read_config,
@@ -576,8 +575,8 @@ struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *m
 	n->config.max_virtqueue_pairs = 1;
 	n->config.mtu = NET_MTU;
 	/* Every device shares net_ops; the offered features are per device. */
-	virtio_dev_init(dev, &net_ops, n, mem, loop, label);
-	dev->device_features = offered_features(n) | (1ULL << VIRTIO_F_VERSION_1);
+	const struct virtio_dev_params params = {.features = offered_features(n), .nr_queues = 2};
+	virtio_dev_init(dev, &net_ops, &params, n, mem, loop, label);
 	log_info("%s: %s backend%s%s, mac %02x:%02x:%02x:%02x:%02x:%02x, tx=%s (burst %u), "
 		 "offloads %s, features 0x%llx",
 		 label, cfg->user ? "user-mode" : n->backend->ops->name, cfg->user ? "" : " ",

@@ -91,7 +91,7 @@ static void raise_irq(struct virtio_pci *vp, uint16_t vector, uint8_t isr_bit)
 static void signal_queue(struct virtio_dev *dev, int q)
 {
 	struct virtio_pci *vp = dev->transport_priv;
-	if (q < 0 || q >= dev->ops->nr_queues)
+	if (q < 0 || q >= dev->nr_queues)
 		return;
 	pthread_mutex_lock(&vp->lock);
 	uint16_t vector = vp->queue_vector[q];
@@ -121,7 +121,7 @@ static uint16_t valid_vector(const struct virtio_pci *vp, uint64_t v)
 
 static void kick(struct virtio_pci *vp, int q)
 {
-	if (q < 0 || q >= vp->dev->ops->nr_queues)
+	if (q < 0 || q >= vp->dev->nr_queues)
 		return;
 	if (vp->notify[q].watched) {
 		fire(vp->notify[q].fd); /* the I/O thread runs it, as for an ioeventfd */
@@ -145,12 +145,12 @@ static void common_read(struct virtio_pci *vp, uint64_t off, uint8_t *data, uint
 	put_le(c + VIRTIO_PCI_COMMON_GF, 4,
 	       vp->gfselect <= 1 ? (uint32_t)(dev->driver_features >> (32 * vp->gfselect)) : 0);
 	put_le(c + VIRTIO_PCI_COMMON_MSIX, 2, vp->config_vector);
-	put_le(c + VIRTIO_PCI_COMMON_NUMQ, 2, (uint64_t)dev->ops->nr_queues);
+	put_le(c + VIRTIO_PCI_COMMON_NUMQ, 2, (uint64_t)dev->nr_queues);
 	c[VIRTIO_PCI_COMMON_STATUS] = dev->status;
 	c[VIRTIO_PCI_COMMON_CFGGEN] = (uint8_t)dev->config_generation;
 	put_le(c + VIRTIO_PCI_COMMON_Q_SELECT, 2, vp->queue_select);
 	int q = vp->queue_select;
-	if (q < dev->ops->nr_queues) {
+	if (q < dev->nr_queues) {
 		const struct virtqueue *vq = &dev->vqs[q];
 		put_le(c + VIRTIO_PCI_COMMON_Q_SIZE, 2, vq->size);
 		put_le(c + VIRTIO_PCI_COMMON_Q_MSIX, 2, vp->queue_vector[q]);
@@ -247,7 +247,7 @@ static void common_write(struct virtio_pci *vp, uint64_t off, const uint8_t *dat
 		vp->queue_select = (uint16_t)v;
 		break;
 	case VIRTIO_PCI_COMMON_Q_MSIX:
-		if (q < dev->ops->nr_queues)
+		if (q < dev->nr_queues)
 			vp->queue_vector[q] = valid_vector(vp, v);
 		break;
 	default:
@@ -255,7 +255,7 @@ static void common_write(struct virtio_pci *vp, uint64_t off, const uint8_t *dat
 	}
 	pthread_mutex_unlock(&vp->lock);
 	/* The rest go through the device's lock (which must not be taken under vp->lock). */
-	bool queue = q < dev->ops->nr_queues;
+	bool queue = q < dev->nr_queues;
 	switch (field) {
 	case VIRTIO_PCI_COMMON_GF:
 		virtio_dev_set_driver_features(dev, gfselect, (uint32_t)v);
@@ -374,7 +374,7 @@ static void bar_access(struct pci_device *d, int bar, uint64_t off, uint8_t *dat
 		       bool is_write)
 {
 	struct virtio_pci *vp = d->opaque;
-	uint64_t nq = (uint64_t)vp->dev->ops->nr_queues;
+	uint64_t nq = (uint64_t)vp->dev->nr_queues;
 	if (bar != VIRTIO_PCI_BAR || len == 0 || len > 8) {
 		if (!is_write)
 			memset(data, 0xff, len);
@@ -470,7 +470,7 @@ static void bar_mapped(struct pci_device *d, int bar, uint64_t addr, bool mapped
 	uint64_t base = mapped ? addr : vp->ioeventfd_base;
 	if (!mapped && !vp->ioeventfd_base)
 		return;
-	for (int q = 0; q < vp->dev->ops->nr_queues; q++) {
+	for (int q = 0; q < vp->dev->nr_queues; q++) {
 		if (!vp->notify[q].watched)
 			continue;
 		uint64_t a = base + VIRTIO_PCI_NOTIFY_OFF + (uint64_t)q * VIRTIO_PCI_NOTIFY_MULT;
@@ -579,7 +579,7 @@ static int setup_vectors(struct virtio_pci *vp, char *err, size_t errlen)
 
 static int setup_notify(struct virtio_pci *vp, char *err, size_t errlen)
 {
-	for (int q = 0; q < vp->dev->ops->nr_queues; q++) {
+	for (int q = 0; q < vp->dev->nr_queues; q++) {
 		struct virtio_pci_notify *n = &vp->notify[q];
 		if (!vp->host.loop)
 			continue;
@@ -602,14 +602,14 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev,
 	pthread_mutex_init(&vp->lock, NULL);
 	vp->dev = dev;
 	vp->host = *host;
-	vp->nr_vectors = ops->nr_queues + 1;
+	vp->nr_vectors = dev->nr_queues + 1;
 	dev->dma_enabled = false; /* until the guest sets Bus Master Enable */
 	for (int i = 0; i < VIRTIO_PCI_MAX_VECTORS; i++)
 		vp->vec[i] = (struct virtio_pci_vector){.gsi = -1, .fd = -1};
 	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++)
 		vp->notify[q] = (struct virtio_pci_notify){.vp = vp, .queue = q, .fd = -1};
 	transport_reset(vp);
-	if (ops->nr_queues < 1 || ops->nr_queues > VIRTIO_MAX_QUEUES ||
+	if (dev->nr_queues < 1 || dev->nr_queues > VIRTIO_MAX_QUEUES ||
 	    ops->config_size > VIRTIO_PCI_DEVICE_MAX || ops->device_id > 0xffff - 0x1040) {
 		snprintf(err, errlen, "%s: unsupported queue count or config size", dev->label);
 		return -1;
@@ -624,7 +624,7 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev,
 				  VIRTIO_PCI_COMMON_OFF, VIRTIO_PCI_COMMON_CFG_SIZE);
 	ok = ok && add_virtio_cap(vp, VIRTIO_PCI_CAP_NOTIFY_CFG, VIRTIO_PCI_NOTIFY_CAP_LEN,
 				  VIRTIO_PCI_NOTIFY_OFF,
-				  (uint32_t)ops->nr_queues * VIRTIO_PCI_NOTIFY_MULT);
+				  (uint32_t)dev->nr_queues * VIRTIO_PCI_NOTIFY_MULT);
 	ok = ok && add_virtio_cap(vp, VIRTIO_PCI_CAP_ISR_CFG, VIRTIO_PCI_CAP_LEN,
 				  VIRTIO_PCI_ISR_OFF, VIRTIO_PCI_ISR_LEN);
 	if (ops->config_size)

@@ -113,9 +113,7 @@ static void continue_drain(void *opaque)
 static const struct virtio_device_ops rng_ops = {
     .name = "virtio-rng",
     .device_id = VIRTIO_ID_RNG,
-    .nr_queues = 1,
     .max_queue_size = RNG_QUEUE_SIZE,
-    .features = (1ULL << VIRTIO_RING_F_EVENT_IDX) | (1ULL << VIRTIO_RING_F_INDIRECT_DESC),
     .config_size = 0,
     .queue_notify = queue_notify,
 };
@@ -134,7 +132,11 @@ struct virtio_rng *virtio_rng_create(struct virtio_dev *dev, struct guest_mem *m
 	rng->dev = dev;
 	rng->source = host_getrandom;
 	bottom_half_init(&rng->more, continue_drain, rng);
-	virtio_dev_init(dev, &rng_ops, rng, mem, loop, label);
+	const struct virtio_dev_params params = {
+	    .features = (1ULL << VIRTIO_RING_F_EVENT_IDX) | (1ULL << VIRTIO_RING_F_INDIRECT_DESC),
+	    .nr_queues = 1,
+	};
+	virtio_dev_init(dev, &rng_ops, &params, rng, mem, loop, label);
 	return rng;
 }
 

@@ -7,8 +7,9 @@
 
 static void serve_early_buffers(void *opaque);
 
-void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops, void *priv,
-		     struct guest_mem *mem, struct event_loop *loop, const char *label)
+void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops,
+		     const struct virtio_dev_params *params, void *priv, struct guest_mem *mem,
+		     struct event_loop *loop, const char *label)
 {
 	memset(dev, 0, sizeof(*dev));
 	dev->ops = ops;
@@ -18,9 +19,10 @@ void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops
 	snprintf(dev->label, sizeof(dev->label), "%s", label);
 	pthread_mutex_init(&dev->lock, NULL);
 	bottom_half_init(&dev->driver_ok_bh, serve_early_buffers, dev);
-	dev->device_features = ops->features | (1ULL << VIRTIO_F_VERSION_1);
+	dev->nr_queues = params->nr_queues;
+	dev->device_features = params->features | (1ULL << VIRTIO_F_VERSION_1);
 	dev->dma_enabled = true;
-	for (int q = 0; q < ops->nr_queues && q < VIRTIO_MAX_QUEUES; q++)
+	for (int q = 0; q < dev->nr_queues && q < VIRTIO_MAX_QUEUES; q++)
 		dev->vqs[q].size = ops->max_queue_size;
 }
 
@@ -60,7 +62,7 @@ static void reset_locked(struct virtio_dev *dev)
 	if (dev->activated && dev->ops->reset)
 		dev->ops->reset(dev);
 	dev->activated = false;
-	for (int q = 0; q < dev->ops->nr_queues; q++) {
+	for (int q = 0; q < dev->nr_queues; q++) {
 		virtqueue_reset(&dev->vqs[q]);
 		dev->vqs[q].size = dev->ops->max_queue_size;
 	}
@@ -143,7 +145,7 @@ void virtio_dev_set_status(struct virtio_dev *dev, uint8_t status)
 		mark_broken_locked(dev, "driver cleared status bits without a reset");
 	if ((status & ~old) & VIRTIO_STATUS_DRIVER_OK) {
 		bool ok = true;
-		for (int q = 0; q < dev->ops->nr_queues && ok; q++)
+		for (int q = 0; q < dev->nr_queues && ok; q++)
 			if (dev->vqs[q].ready)
 				ok = enable_queue(dev, q);
 		/* From here the device may hold queue state: a reset must undo it. */
@@ -163,7 +165,7 @@ static void serve_early_buffers(void *opaque)
 {
 	struct virtio_dev *dev = opaque;
 	pthread_mutex_lock(&dev->lock);
-	for (int q = 0; q < dev->ops->nr_queues; q++)
+	for (int q = 0; q < dev->nr_queues; q++)
 		if (virtio_dev_live(dev) && dev->vqs[q].desc && dev->ops->queue_notify &&
 		    virtqueue_has_work(&dev->vqs[q]))
 			dev->ops->queue_notify(dev, q);
@@ -234,7 +236,7 @@ void virtio_dev_set_dma_enabled(struct virtio_dev *dev, bool enabled)
 
 void virtio_dev_queue_notify(struct virtio_dev *dev, int q)
 {
-	if (q < 0 || q >= dev->ops->nr_queues)
+	if (q < 0 || q >= dev->nr_queues)
 		return; /* a kick for a queue that does not exist: ignore it */
 	pthread_mutex_lock(&dev->lock);
 	dev->notifications++;

@@ -36,9 +36,7 @@ struct event_loop;
 struct virtio_device_ops {
 	const char *name;
 	uint32_t device_id;
-	int nr_queues;
 	uint16_t max_queue_size;
-	uint64_t features; /* device-specific and ring features offered (VERSION_1 is added) */
 	uint32_t config_size;
 	/* Config space access; offset + len <= config_size is checked by the transport. */
 	void (*read_config)(struct virtio_dev *dev, uint32_t offset, uint8_t *data, uint32_t len);
@@ -50,6 +48,14 @@ struct virtio_device_ops {
 	void (*reset)(struct virtio_dev *dev);
 	/* The driver kicked queue q. Runs on the I/O thread with dev->lock held. */
 	void (*queue_notify)(struct virtio_dev *dev, int q);
+};
+
+/* What one instance offers: a device kind has one static ops table, and each instance its own
+ * features and queue count (a read-only disk offers VIRTIO_BLK_F_RO, a balloon with free-page
+ * reporting has a fourth queue). */
+struct virtio_dev_params {
+	uint64_t features; /* device-specific and ring features offered (VERSION_1 is added) */
+	int nr_queues;
 };
 
 /* What a device asks of its transport. */
@@ -71,7 +77,8 @@ struct virtio_dev {
 
 	pthread_mutex_t lock; /* guards status, features and queue setup */
 	uint8_t status;
-	uint64_t device_features; /* offered: ops->features | VERSION_1 */
+	int nr_queues;		  /* from virtio_dev_params */
+	uint64_t device_features; /* offered: params features | VERSION_1 */
 	uint64_t driver_features; /* accepted by the driver (subset of offered) */
 	uint32_t config_generation;
 	struct virtqueue vqs[VIRTIO_MAX_QUEUES];
@@ -87,8 +94,9 @@ struct virtio_dev {
 	struct bottom_half driver_ok_bh;
 };
 
-void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops, void *priv,
-		     struct guest_mem *mem, struct event_loop *loop, const char *label);
+void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops,
+		     const struct virtio_dev_params *params, void *priv, struct guest_mem *mem,
+		     struct event_loop *loop, const char *label);
 /* Status register write from the driver, with the spec's rules: FEATURES_OK is refused
  * (cleared) when the driver accepted features never offered or lacks VERSION_1; DRIVER_OK
  * validates and enables every ready queue and activates the device; 0 resets. */
@@ -99,7 +107,7 @@ uint32_t virtio_dev_get_device_features(const struct virtio_dev *dev, uint32_t s
 bool virtio_dev_has_feature(const struct virtio_dev *dev, unsigned bit);
 /* Queue configuration from the transports, checked and stored under dev->lock. A live
  * (ready) queue's geometry never changes: writes to it are ignored. A size that is not a power
- * of two in 1..ops->max_queue_size marks the device broken. q must be < ops->nr_queues. */
+ * of two in 1..ops->max_queue_size marks the device broken. q must be < dev->nr_queues. */
 void virtio_dev_set_queue_size(struct virtio_dev *dev, int q, uint32_t size);
 enum virtio_ring_part { VIRTIO_RING_DESC, VIRTIO_RING_DRIVER, VIRTIO_RING_DEVICE };
 /* Set bits [shift, shift + width) of a ring address (width 32 or 64; shift 0 or 32). */

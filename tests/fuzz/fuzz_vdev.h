@@ -168,7 +168,7 @@ static inline void fv_driver_start(uint64_t want)
 	virtio_dev_set_driver_features(d, 1, (uint32_t)(fv.features >> 32));
 	uint8_t st = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK;
 	virtio_dev_set_status(d, st);
-	fv.nq = d->ops->nr_queues < FV_MAX_QUEUES ? d->ops->nr_queues : FV_MAX_QUEUES;
+	fv.nq = d->nr_queues < FV_MAX_QUEUES ? d->nr_queues : FV_MAX_QUEUES;
 	for (int q = 0; q < fv.nq; q++) {
 		uint16_t size =
 		    d->ops->max_queue_size < FV_QSIZE ? d->ops->max_queue_size : FV_QSIZE;

@@ -169,9 +169,9 @@ Test(balloon, config_space)
 	virtio_balloon_get_info(b, &bi);
 	cr_assert_eq(bi.actual_pages, (300 & 0xff) | 0x100);
 	cr_assert_eq(bi.target_pages, 512);
-	cr_assert(dev.ops->features >> VIRTIO_BALLOON_F_DEFLATE_ON_OOM & 1);
-	cr_assert_not(dev.ops->features >> VIRTIO_BALLOON_F_REPORTING & 1);
-	cr_assert_eq(dev.ops->nr_queues, 3);
+	cr_assert(dev.device_features >> VIRTIO_BALLOON_F_DEFLATE_ON_OOM & 1);
+	cr_assert_not(dev.device_features >> VIRTIO_BALLOON_F_REPORTING & 1);
+	cr_assert_eq(dev.nr_queues, 3);
 }
 
 /* Linux's virtio_balloon posts its first statistics buffer and kicks before DRIVER_OK; the kick

@@ -38,20 +38,23 @@ static void reset(struct virtio_dev *d)
 static const struct virtio_device_ops fake_ops = {
     .name = "fake",
     .device_id = 4,
-    .nr_queues = 2,
     .max_queue_size = 64,
-    .features = (1ULL << VIRTIO_RING_F_EVENT_IDX) | (1ULL << 3),
     .config_size = sizeof(config),
     .read_config = read_config,
     .activate = activate,
     .reset = reset,
 };
 
+static const struct virtio_dev_params fake_params = {
+    .features = (1ULL << VIRTIO_RING_F_EVENT_IDX) | (1ULL << 3),
+    .nr_queues = 2,
+};
+
 static void setup(void)
 {
 	ram = calloc(1, RAM_SIZE);
 	guest_mem_init_with(&mem, ram, RAM_SIZE);
-	virtio_dev_init(&dev, &fake_ops, NULL, &mem, NULL, "fake0");
+	virtio_dev_init(&dev, &fake_ops, &fake_params, NULL, &mem, NULL, "fake0");
 	virtio_mmio_init(&t, &dev, 0xd0000000, 5);
 	activations = resets = 0;
 }

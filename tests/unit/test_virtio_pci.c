@@ -50,14 +50,17 @@ static void fake_queue_notify(struct virtio_dev *dev, int q)
 static const struct virtio_device_ops fake_ops = {
     .name = "fake",
     .device_id = VIRTIO_ID_RNG,
-    .nr_queues = 2,
     .max_queue_size = 256,
-    .features = 1ULL << 3 | 1ULL << VIRTIO_RING_F_EVENT_IDX,
     .config_size = sizeof(fake_cfg),
     .read_config = fake_read_config,
     .write_config = fake_write_config,
     .activate = fake_activate,
     .queue_notify = fake_queue_notify,
+};
+
+static const struct virtio_dev_params fake_params = {
+    .features = 1ULL << 3 | 1ULL << VIRTIO_RING_F_EVENT_IDX,
+    .nr_queues = 2,
 };
 
 /* ---- the fake VM ---- */
@@ -100,7 +103,7 @@ static void make(const struct virtio_device_ops *ops, struct event_loop *loop,
 	pci_bus_init(&bus, &mmio, PCI_MMIO_BASE, PCI_MMIO_END);
 	cr_assert_eq(pci_bus_register(&bus, &pio, PCI_ECAM_BASE), 0);
 	routing = gsi_routing_create(-1);
-	virtio_dev_init(&dev, ops, NULL, &ram.mem, loop, "fake0");
+	virtio_dev_init(&dev, ops, &fake_params, NULL, &ram.mem, loop, "fake0");
 	struct virtio_pci_host host = {.set_irq = host_set_irq,
 				       .irqfd = host_irqfd,
 				       .ioeventfd = ioeventfd,
