@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -157,9 +156,9 @@ static void write_reg(struct virtio_mmio *t, uint64_t offset, uint32_t v)
 	}
 	case REG_QUEUE_NOTIFY:
 		/* Only reached when the ioeventfd is missing: hand the kick to the I/O thread. */
-		if (v < (uint32_t)dev->nr_queues && t->notify_fd[v] >= 0) {
+		if (v < (uint32_t)dev->nr_queues && t->kick[v].fd >= 0) {
 			uint64_t one = 1;
-			if (write(t->notify_fd[v], &one, sizeof(one)) < 0)
+			if (write(t->kick[v].fd, &one, sizeof(one)) < 0)
 				log_warn("%s: kick lost", dev->label);
 		}
 		break;
@@ -197,31 +196,11 @@ static void write_reg(struct virtio_mmio *t, uint64_t offset, uint32_t v)
 	}
 }
 
-static void config_access(struct virtio_mmio *t, uint64_t offset, uint8_t *data, uint32_t len,
-			  bool is_write)
-{
-	struct virtio_dev *dev = t->dev;
-	uint32_t size = dev->ops->config_size;
-	if (offset >= size || len > size - offset) {
-		if (!is_write)
-			memset(data, 0, len);
-		return;
-	}
-	if (is_write) {
-		if (dev->ops->write_config)
-			dev->ops->write_config(dev, (uint32_t)offset, data, len);
-	} else if (dev->ops->read_config) {
-		dev->ops->read_config(dev, (uint32_t)offset, data, len);
-	} else {
-		memset(data, 0, len);
-	}
-}
-
 void virtio_mmio_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write)
 {
 	struct virtio_mmio *t = opaque;
 	if (offset >= REG_CONFIG) {
-		config_access(t, offset - REG_CONFIG, data, len, is_write);
+		virtio_dev_config_access(t->dev, offset - REG_CONFIG, data, len, is_write);
 		return;
 	}
 	/* Registers are 32-bit and aligned (virtio 1.2, 4.2.2.2); anything else is ignored. */
@@ -240,23 +219,12 @@ void virtio_mmio_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, 
 	}
 }
 
-static void notify_handler(void *opaque, uint32_t events)
-{
-	(void)events;
-	struct virtio_mmio_notify *n = opaque;
-	uint64_t count;
-	if (read(n->mmio->notify_fd[n->queue], &count, sizeof(count)) != sizeof(count))
-		return;
-	n->mmio->dev->kicks += count;
-	virtio_dev_queue_notify(n->mmio->dev, n->queue);
-}
-
 void virtio_mmio_init(struct virtio_mmio *t, struct virtio_dev *dev, uint64_t base, int irq)
 {
 	memset(t, 0, sizeof(*t));
 	t->irq_fd = -1;
 	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++)
-		t->notify_fd[q] = -1;
+		virtio_kick_init(&t->kick[q], dev, q);
 	t->dev = dev;
 	t->base = base;
 	t->irq = irq;
@@ -281,15 +249,11 @@ int virtio_mmio_attach(struct virtio_mmio *t, struct vm *vm, struct event_loop *
 		return -1;
 	}
 	for (int q = 0; q < dev->nr_queues; q++) {
-		t->notify_fd[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		t->notify_ctx[q] = (struct virtio_mmio_notify){.mmio = t, .queue = q};
-		if (t->notify_fd[q] < 0 ||
-		    event_loop_add_fd(loop, &t->notify_src[q], t->notify_fd[q], EPOLLIN,
-				      notify_handler, &t->notify_ctx[q]))
+		if (virtio_kick_open(&t->kick[q], loop))
 			return -1;
 		/* Without the ioeventfd kicks still work, through a trapped write: slower. */
 		if (kvm_ioeventfd_add(vm, t->base + REG_QUEUE_NOTIFY, 4, false, true, (uint64_t)q,
-				      t->notify_fd[q]))
+				      t->kick[q].fd))
 			log_warn("%s: queue %d kicks will trap to the VMM", dev->label, q);
 	}
 	if (io_bus_register(&vm->mmio, t->base, VIRTIO_MMIO_SIZE, virtio_mmio_io, t)) {
@@ -302,13 +266,8 @@ int virtio_mmio_attach(struct virtio_mmio *t, struct vm *vm, struct event_loop *
 
 void virtio_mmio_detach(struct virtio_mmio *t, struct event_loop *loop)
 {
-	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++) {
-		if (t->notify_fd[q] < 0)
-			continue;
-		event_loop_del_fd(loop, &t->notify_src[q]);
-		close(t->notify_fd[q]);
-		t->notify_fd[q] = -1;
-	}
+	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++)
+		virtio_kick_close(&t->kick[q], loop);
 	if (t->irq_fd >= 0)
 		close(t->irq_fd);
 	t->irq_fd = -1;

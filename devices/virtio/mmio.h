@@ -26,12 +26,7 @@ struct virtio_mmio {
 	uint32_t device_features_sel, driver_features_sel, queue_sel;
 	uint32_t interrupt_status; /* atomic: set by the I/O thread, cleared by the driver */
 	int irq_fd;
-	int notify_fd[VIRTIO_MAX_QUEUES];
-	struct event_source notify_src[VIRTIO_MAX_QUEUES];
-	struct virtio_mmio_notify {
-		struct virtio_mmio *mmio;
-		int queue;
-	} notify_ctx[VIRTIO_MAX_QUEUES];
+	struct virtio_kick kick[VIRTIO_MAX_QUEUES];
 };
 
 /* Transport state only, no KVM or MMIO bus: what attach starts from (and unit tests use). */

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -299,26 +298,6 @@ static void isr_read(struct virtio_pci *vp, uint64_t off, uint8_t *data, uint32_
 	pthread_mutex_unlock(&vp->lock);
 }
 
-static void device_cfg_access(struct virtio_pci *vp, uint64_t off, uint8_t *data, uint32_t len,
-			      bool is_write)
-{
-	struct virtio_dev *dev = vp->dev;
-	uint32_t size = dev->ops->config_size;
-	if (off >= size || len > size - off) {
-		if (!is_write)
-			memset(data, 0, len);
-		return;
-	}
-	if (is_write) {
-		if (dev->ops->write_config)
-			dev->ops->write_config(dev, (uint32_t)off, data, len);
-	} else if (dev->ops->read_config) {
-		dev->ops->read_config(dev, (uint32_t)off, data, len);
-	} else {
-		memset(data, 0, len);
-	}
-}
-
 /* ---- MSI-X table and PBA ---- */
 
 static void msix_table_access(struct virtio_pci *vp, uint64_t off, uint8_t *data, uint32_t len,
@@ -387,7 +366,7 @@ static void bar_access(struct pci_device *d, int bar, uint64_t off, uint8_t *dat
 		if (!is_write)
 			isr_read(vp, off - VIRTIO_PCI_ISR_OFF, data, len);
 	} else if (in(off, len, VIRTIO_PCI_DEVICE_OFF, VIRTIO_PCI_DEVICE_MAX)) {
-		device_cfg_access(vp, off - VIRTIO_PCI_DEVICE_OFF, data, len, is_write);
+		virtio_dev_config_access(vp->dev, off - VIRTIO_PCI_DEVICE_OFF, data, len, is_write);
 	} else if (in(off, len, VIRTIO_PCI_NOTIFY_OFF, nq * VIRTIO_PCI_NOTIFY_MULT)) {
 		/* A trapped kick (no ioeventfd): the address names the queue, the value is moot. */
 		if (is_write)
@@ -539,17 +518,6 @@ static bool add_msix_cap(struct virtio_pci *vp)
 	return true;
 }
 
-static void notify_handler(void *opaque, uint32_t events)
-{
-	struct virtio_pci_notify *n = opaque;
-	uint64_t count;
-	(void)events;
-	if (read(n->fd, &count, sizeof(count)) != sizeof(count))
-		return;
-	n->vp->dev->kicks += count; /* the I/O thread's counter */
-	virtio_dev_queue_notify(n->vp->dev, n->queue);
-}
-
 static int setup_vectors(struct virtio_pci *vp, char *err, size_t errlen)
 {
 	for (int i = 0; i < vp->nr_vectors; i++) {
@@ -580,16 +548,12 @@ static int setup_vectors(struct virtio_pci *vp, char *err, size_t errlen)
 static int setup_notify(struct virtio_pci *vp, char *err, size_t errlen)
 {
 	for (int q = 0; q < vp->dev->nr_queues; q++) {
-		struct virtio_pci_notify *n = &vp->notify[q];
 		if (!vp->host.loop)
 			continue;
-		n->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (n->fd < 0 ||
-		    event_loop_add_fd(vp->host.loop, &n->src, n->fd, EPOLLIN, notify_handler, n)) {
+		if (virtio_kick_open(&vp->notify[q], vp->host.loop)) {
 			snprintf(err, errlen, "queue %d: cannot watch its kick eventfd", q);
 			return -1;
 		}
-		n->watched = true;
 	}
 	return 0;
 }
@@ -607,7 +571,7 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev,
 	for (int i = 0; i < VIRTIO_PCI_MAX_VECTORS; i++)
 		vp->vec[i] = (struct virtio_pci_vector){.gsi = -1, .fd = -1};
 	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++)
-		vp->notify[q] = (struct virtio_pci_notify){.vp = vp, .queue = q, .fd = -1};
+		virtio_kick_init(&vp->notify[q], dev, q);
 	transport_reset(vp);
 	if (dev->nr_queues < 1 || dev->nr_queues > VIRTIO_MAX_QUEUES ||
 	    ops->config_size > VIRTIO_PCI_DEVICE_MAX || ops->device_id > 0xffff - 0x1040) {
@@ -647,15 +611,8 @@ int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev,
 
 void virtio_pci_cleanup(struct virtio_pci *vp)
 {
-	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++) {
-		struct virtio_pci_notify *n = &vp->notify[q];
-		if (n->watched)
-			event_loop_del_fd(vp->host.loop, &n->src);
-		n->watched = false;
-		if (n->fd >= 0)
-			close(n->fd);
-		n->fd = -1;
-	}
+	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++)
+		virtio_kick_close(&vp->notify[q], vp->host.loop);
 	for (int i = 0; i < VIRTIO_PCI_MAX_VECTORS; i++) {
 		struct virtio_pci_vector *v = &vp->vec[i];
 		if (v->gsi >= 0) {

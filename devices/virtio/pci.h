@@ -88,14 +88,6 @@ struct virtio_pci_vector {
 	int fd;				       /* eventfd bound to gsi (irqfd) */
 };
 
-struct virtio_pci_notify {
-	struct virtio_pci *vp;
-	int queue;
-	int fd;
-	struct event_source src;
-	bool watched;
-};
-
 struct virtio_pci {
 	struct pci_device pci;
 	struct virtio_dev *dev;
@@ -113,7 +105,7 @@ struct virtio_pci {
 	bool msix_enabled, msix_masked;
 	int nr_vectors;
 	struct virtio_pci_vector vec[VIRTIO_PCI_MAX_VECTORS];
-	struct virtio_pci_notify notify[VIRTIO_MAX_QUEUES];
+	struct virtio_kick notify[VIRTIO_MAX_QUEUES];
 	uint64_t ioeventfd_base; /* BAR address the ioeventfds are on; 0: none */
 };
 

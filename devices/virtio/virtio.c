@@ -2,6 +2,9 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "vmm/log.h"
 
@@ -251,4 +254,58 @@ void virtio_dev_notify_used(struct virtio_dev *dev, int q)
 		dev->interrupts++;
 		dev->transport->signal_queue(dev, q);
 	}
+}
+
+void virtio_dev_config_access(struct virtio_dev *dev, uint64_t offset, uint8_t *data, uint32_t len,
+			      bool is_write)
+{
+	uint32_t size = dev->ops->config_size;
+	if (offset >= size || len > size - offset) {
+		if (!is_write)
+			memset(data, 0, len);
+		return;
+	}
+	if (is_write) {
+		if (dev->ops->write_config)
+			dev->ops->write_config(dev, (uint32_t)offset, data, len);
+	} else if (dev->ops->read_config) {
+		dev->ops->read_config(dev, (uint32_t)offset, data, len);
+	} else {
+		memset(data, 0, len);
+	}
+}
+
+static void kick_handler(void *opaque, uint32_t events)
+{
+	struct virtio_kick *k = opaque;
+	uint64_t count;
+	(void)events;
+	if (read(k->fd, &count, sizeof(count)) != sizeof(count))
+		return;
+	k->dev->kicks += count; /* the I/O thread's counter */
+	virtio_dev_queue_notify(k->dev, k->queue);
+}
+
+void virtio_kick_init(struct virtio_kick *k, struct virtio_dev *dev, int queue)
+{
+	*k = (struct virtio_kick){.dev = dev, .queue = queue, .fd = -1};
+}
+
+int virtio_kick_open(struct virtio_kick *k, struct event_loop *loop)
+{
+	k->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (k->fd < 0 || event_loop_add_fd(loop, &k->src, k->fd, EPOLLIN, kick_handler, k))
+		return -1;
+	k->watched = true;
+	return 0;
+}
+
+void virtio_kick_close(struct virtio_kick *k, struct event_loop *loop)
+{
+	if (k->watched)
+		event_loop_del_fd(loop, &k->src);
+	k->watched = false;
+	if (k->fd >= 0)
+		close(k->fd);
+	k->fd = -1;
 }

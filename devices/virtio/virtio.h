@@ -124,6 +124,28 @@ bool virtio_dev_live(const struct virtio_dev *dev);
 /* The driver kicked queue q (I/O thread): runs ops->queue_notify under dev->lock when the
  * device is live. Out-of-range queue numbers are ignored. */
 void virtio_dev_queue_notify(struct virtio_dev *dev, int q);
+/* Device-specific configuration space, from either transport (offset within the device's
+ * config space): an access outside ops->config_size is ignored, or reads as zeros. */
+void virtio_dev_config_access(struct virtio_dev *dev, uint64_t offset, uint8_t *data, uint32_t len,
+			      bool is_write);
+
+/* One queue's kick eventfd, watched on the I/O thread, for either transport: KVM signals it
+ * (ioeventfd) or the transport does for a trapped notify write. Each event adds the eventfd's
+ * count to dev->kicks and runs virtio_dev_queue_notify. */
+struct virtio_kick {
+	struct virtio_dev *dev;
+	int queue;
+	int fd;	      /* -1: none */
+	bool watched; /* fd is on the event loop */
+	struct event_source src;
+};
+
+/* No eventfd yet (fd -1). */
+void virtio_kick_init(struct virtio_kick *k, struct virtio_dev *dev, int queue);
+/* Create the eventfd and watch it on loop. 0, or -1 (what exists is left for close). */
+int virtio_kick_open(struct virtio_kick *k, struct event_loop *loop);
+void virtio_kick_close(struct virtio_kick *k, struct event_loop *loop);
+
 /* A guest broke the protocol: log once, set DEVICE_NEEDS_RESET, stop processing, and send a
  * configuration-change interrupt. The VMM and every other device keep running. Call with
  * dev->lock held (queue processing holds it). */
