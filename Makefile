@@ -87,8 +87,7 @@ FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_virtqueue_SRCS := devices/virtio/virtqueue.c vmm/guest_mem.c
 FUZZ_json_SRCS := vmm/json.c
 FUZZ_virtio_mmio_SRCS := devices/virtio/mmio.c devices/virtio/virtio.c devices/virtio/virtqueue.c \
-	devices/virtio/rng.c vmm/guest_mem.c vmm/event_loop.c vmm/log.c vmm/kvm_irq.c vmm/io_bus.c \
-	vmm/options.c
+	devices/virtio/rng.c vmm/guest_mem.c vmm/event_loop.c vmm/log.c vmm/options.c
 FUZZ_virtio_pci_SRCS := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
 	devices/virtio/virtqueue.c devices/virtio/rng.c vmm/guest_mem.c vmm/event_loop.c vmm/log.c \
 	vmm/gsi_routing.c vmm/io_bus.c vmm/options.c

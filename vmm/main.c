@@ -326,7 +326,7 @@ out_devices:
 	/* The bus first: it unmaps the devices' BARs, which the devices own. */
 	if (vm.pci)
 		pci_bus_destroy(vm.pci);
-	virtio_devices_destroy(&virtio, &vm);
+	virtio_devices_destroy(&virtio);
 out_vm:
 	vm_destroy(&vm);
 	free(cmdline);

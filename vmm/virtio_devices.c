@@ -5,6 +5,7 @@
 
 #include "devices/virtio/pci.h"
 #include "vmm/device_registry.h"
+#include "vmm/kvm_irq.h"
 #include "vmm/log.h"
 #include "vmm/seccomp.h"
 #include "vmm/vm.h"
@@ -20,9 +21,50 @@ static int append(char *cmdline, size_t len, const char *entry)
 	return 0;
 }
 
+/* ---- the transports' host interface, bound to the VM's KVM ioeventfds, irqfds, IRQ lines,
+ * MMIO bus, MSI routes and I/O thread ---- */
+
+static int host_ioeventfd(void *opaque, uint64_t addr, uint32_t len, bool datamatch, uint64_t value,
+			  int fd, bool add)
+{
+	return add ? kvm_ioeventfd_add(opaque, addr, len, false, datamatch, value, fd)
+		   : kvm_ioeventfd_del(opaque, addr, len, false, datamatch, value, fd);
+}
+
+static int host_irqfd(void *opaque, int gsi, int fd, bool add)
+{
+	return add ? kvm_irqfd_add(opaque, gsi, fd) : kvm_irqfd_del(opaque, gsi, fd);
+}
+
+static void host_set_irq(void *opaque, int gsi, int level)
+{
+	vm_set_irq(opaque, gsi, level);
+}
+
+static int host_register_mmio(void *opaque, uint64_t base, uint64_t len, io_handler_fn handler,
+			      void *ctx)
+{
+	struct vm *vm = opaque;
+	return io_bus_register(&vm->mmio, base, len, handler, ctx);
+}
+
+static struct virtio_transport_host vm_host(struct vm *vm)
+{
+	return (struct virtio_transport_host){
+	    .opaque = vm,
+	    .ioeventfd = host_ioeventfd,
+	    .irqfd = host_irqfd,
+	    .set_irq = host_set_irq,
+	    .register_mmio = host_register_mmio,
+	    .routing = vm->gsi_routing,
+	    .loop = &vm->loop,
+	};
+}
+
 int virtio_devices_create(struct virtio_devices *devs, struct vm *vm, char *cmdline, size_t len)
 {
 	memset(devs, 0, sizeof(*devs));
+	const struct virtio_transport_host host = vm_host(vm);
 	int per_kind[MAX_DEVICE_KINDS] = {0};
 	for (int i = 0; i < vm->cfg->nr_devices; i++) {
 		struct virtio_slot *slot = &devs->slots[devs->nr];
@@ -37,8 +79,7 @@ int virtio_devices_create(struct virtio_devices *devs, struct vm *vm, char *cmdl
 			return -1;
 		devs->nr++;
 		if (slot->cfg->transport == TRANSPORT_MMIO) {
-			if (virtio_mmio_attach(&slot->mmio, vm, &vm->loop, &slot->dev,
-					       devs->nr_mmio))
+			if (virtio_mmio_attach(&slot->mmio, &host, &slot->dev, devs->nr_mmio))
 				return -1;
 			devs->nr_mmio++;
 			char entry[96];
@@ -49,7 +90,7 @@ int virtio_devices_create(struct virtio_devices *devs, struct vm *vm, char *cmdl
 				 (unsigned long long)slot->mmio.base, slot->mmio.irq);
 		} else {
 			char err[160];
-			slot->pci = virtio_pci_create(vm, vm->pci, &slot->dev, err, sizeof(err));
+			slot->pci = virtio_pci_create(&host, vm->pci, &slot->dev, err, sizeof(err));
 			if (!slot->pci) {
 				log_error("%s: %s", label, err);
 				return -1;
@@ -78,12 +119,12 @@ void virtio_devices_seccomp_needs(const struct vm_config *cfg, struct seccomp_ne
 	}
 }
 
-void virtio_devices_destroy(struct virtio_devices *devs, struct vm *vm)
+void virtio_devices_destroy(struct virtio_devices *devs)
 {
 	for (int i = 0; i < devs->nr; i++) {
 		struct virtio_slot *slot = &devs->slots[i];
 		if (slot->cfg->transport == TRANSPORT_MMIO)
-			virtio_mmio_detach(&slot->mmio, &vm->loop);
+			virtio_mmio_detach(&slot->mmio);
 		else if (slot->pci)
 			virtio_pci_destroy(slot->pci);
 		if (slot->cfg->kind->destroy)

@@ -32,6 +32,6 @@ void virtio_devices_report(const struct virtio_devices *devs);
 /* What the configured devices need the seccomp filters to keep (vmm/seccomp.h). */
 struct seccomp_needs;
 void virtio_devices_seccomp_needs(const struct vm_config *cfg, struct seccomp_needs *needs);
-void virtio_devices_destroy(struct virtio_devices *devs, struct vm *vm);
+void virtio_devices_destroy(struct virtio_devices *devs);
 
 #endif

@@ -6,9 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "vmm/kvm_irq.h"
 #include "vmm/log.h"
-#include "vmm/vm.h"
 
 const int virtio_mmio_irqs[VIRTIO_MMIO_MAX_DEVS] = {5, 6, 7, 9, 10, 11, 12, 13, 14, 15};
 
@@ -232,7 +230,7 @@ void virtio_mmio_init(struct virtio_mmio *t, struct virtio_dev *dev, uint64_t ba
 	dev->transport_priv = t;
 }
 
-int virtio_mmio_attach(struct virtio_mmio *t, struct vm *vm, struct event_loop *loop,
+int virtio_mmio_attach(struct virtio_mmio *t, const struct virtio_transport_host *host,
 		       struct virtio_dev *dev, int index)
 {
 	if (index < 0 || index >= VIRTIO_MMIO_MAX_DEVS) {
@@ -241,22 +239,23 @@ int virtio_mmio_attach(struct virtio_mmio *t, struct vm *vm, struct event_loop *
 	}
 	virtio_mmio_init(t, dev, VIRTIO_MMIO_BASE + (uint64_t)index * VIRTIO_MMIO_SIZE,
 			 virtio_mmio_irqs[index]);
-	t->vm = vm;
+	t->host = *host;
 
 	t->irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (t->irq_fd < 0 || kvm_irqfd_add(vm, t->irq, t->irq_fd)) {
+	if (t->irq_fd < 0 || (host->irqfd && host->irqfd(host->opaque, t->irq, t->irq_fd, true))) {
 		log_error("%s: cannot set up its interrupt", dev->label);
 		return -1;
 	}
-	for (int q = 0; q < dev->nr_queues; q++) {
-		if (virtio_kick_open(&t->kick[q], loop))
+	for (int q = 0; q < dev->nr_queues && host->loop; q++) {
+		if (virtio_kick_open(&t->kick[q], host->loop))
 			return -1;
 		/* Without the ioeventfd kicks still work, through a trapped write: slower. */
-		if (kvm_ioeventfd_add(vm, t->base + REG_QUEUE_NOTIFY, 4, false, true, (uint64_t)q,
-				      t->kick[q].fd))
+		if (host->ioeventfd && host->ioeventfd(host->opaque, t->base + REG_QUEUE_NOTIFY, 4,
+						       true, (uint64_t)q, t->kick[q].fd, true))
 			log_warn("%s: queue %d kicks will trap to the VMM", dev->label, q);
 	}
-	if (io_bus_register(&vm->mmio, t->base, VIRTIO_MMIO_SIZE, virtio_mmio_io, t)) {
+	if (host->register_mmio &&
+	    host->register_mmio(host->opaque, t->base, VIRTIO_MMIO_SIZE, virtio_mmio_io, t)) {
 		log_error("%s: MMIO window 0x%llx is taken", dev->label,
 			  (unsigned long long)t->base);
 		return -1;
@@ -264,10 +263,10 @@ int virtio_mmio_attach(struct virtio_mmio *t, struct vm *vm, struct event_loop *
 	return 0;
 }
 
-void virtio_mmio_detach(struct virtio_mmio *t, struct event_loop *loop)
+void virtio_mmio_detach(struct virtio_mmio *t)
 {
 	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++)
-		virtio_kick_close(&t->kick[q], loop);
+		virtio_kick_close(&t->kick[q], t->host.loop);
 	if (t->irq_fd >= 0)
 		close(t->irq_fd);
 	t->irq_fd = -1;

@@ -16,10 +16,8 @@
  * tables: what irqfd's edge delivers. 0 (timer), 1, 2, 3, 4 (COM1) and 8 (RTC) are taken. */
 extern const int virtio_mmio_irqs[VIRTIO_MMIO_MAX_DEVS];
 
-struct vm;
-
 struct virtio_mmio {
-	struct vm *vm;
+	struct virtio_transport_host host;
 	struct virtio_dev *dev;
 	uint64_t base;
 	int irq;
@@ -29,13 +27,14 @@ struct virtio_mmio {
 	struct virtio_kick kick[VIRTIO_MAX_QUEUES];
 };
 
-/* Transport state only, no KVM or MMIO bus: what attach starts from (and unit tests use). */
+/* Transport state only, no host (KVM, MMIO bus): what attach starts from (and unit tests use). */
 void virtio_mmio_init(struct virtio_mmio *t, struct virtio_dev *dev, uint64_t base, int irq);
-/* Attach dev as the index-th virtio-mmio device: registers its window on the VM's MMIO bus,
- * its kicks on the VM's ioeventfds and its interrupt on an irqfd. Returns 0 or -1 (logged). */
-int virtio_mmio_attach(struct virtio_mmio *t, struct vm *vm, struct event_loop *loop,
+/* Attach dev as the index-th virtio-mmio device through host: registers its window on the MMIO
+ * space, its kicks on ioeventfds watched on host->loop and its interrupt on an irqfd. Returns 0
+ * or -1 (logged). */
+int virtio_mmio_attach(struct virtio_mmio *t, const struct virtio_transport_host *host,
 		       struct virtio_dev *dev, int index);
-void virtio_mmio_detach(struct virtio_mmio *t, struct event_loop *loop);
+void virtio_mmio_detach(struct virtio_mmio *t);
 /* Register access (offset within the window); exposed for unit tests. */
 void virtio_mmio_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write);
 /* The Linux command-line entry that announces this device, e.g. "virtio_mmio.device=4K@0x...:5". */

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -454,7 +455,9 @@ static void bar_mapped(struct pci_device *d, int bar, uint64_t addr, bool mapped
 			continue;
 		uint64_t a = base + VIRTIO_PCI_NOTIFY_OFF + (uint64_t)q * VIRTIO_PCI_NOTIFY_MULT;
 		/* Failing is not fatal: the kick is then trapped and handled the same way. */
-		vp->host.ioeventfd(vp->host.opaque, a, vp->notify[q].fd, mapped);
+		/* Length 0: any write width matches (KVM_CAP_IOEVENTFD_ANY_LENGTH), no datamatch.
+		 */
+		vp->host.ioeventfd(vp->host.opaque, a, 0, false, 0, vp->notify[q].fd, mapped);
 	}
 	vp->ioeventfd_base = mapped ? addr : 0;
 }
@@ -559,7 +562,7 @@ static int setup_notify(struct virtio_pci *vp, char *err, size_t errlen)
 }
 
 int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev,
-		    const struct virtio_pci_host *host, char *err, size_t errlen)
+		    const struct virtio_transport_host *host, char *err, size_t errlen)
 {
 	const struct virtio_device_ops *ops = dev->ops;
 	memset(vp, 0, sizeof(*vp));
@@ -631,4 +634,37 @@ void virtio_pci_cleanup(struct virtio_pci *vp)
 		vp->dev->transport_priv = NULL;
 	}
 	pthread_mutex_destroy(&vp->lock);
+}
+
+struct virtio_pci *virtio_pci_create(const struct virtio_transport_host *host, struct pci_bus *bus,
+				     struct virtio_dev *dev, char *err, size_t errlen)
+{
+	if (!host->routing) {
+		snprintf(err, errlen, "%s: the VM has no GSI routing table", dev->label);
+		return NULL;
+	}
+	struct virtio_pci *vp = malloc(sizeof(*vp));
+	if (!vp) {
+		snprintf(err, errlen, "%s: out of memory", dev->label);
+		return NULL;
+	}
+	if (virtio_pci_init(vp, dev, host, err, errlen)) {
+		free(vp);
+		return NULL;
+	}
+	if (pci_bus_add_device(bus, &vp->pci) < 0) {
+		snprintf(err, errlen, "%s: no free PCI slot or BAR space", dev->label);
+		virtio_pci_cleanup(vp);
+		free(vp);
+		return NULL;
+	}
+	return vp;
+}
+
+void virtio_pci_destroy(struct virtio_pci *vp)
+{
+	if (!vp)
+		return;
+	virtio_pci_cleanup(vp);
+	free(vp);
 }

@@ -67,20 +67,6 @@
 #define VIRTIO_PCI_ISR_QUEUE  1
 #define VIRTIO_PCI_ISR_CONFIG 2
 
-/* What the transport needs from the VM; every hook may be NULL (unit tests): then kicks are
- * trapped and handled at once, and interrupts only reach the eventfds and INTx state. */
-struct virtio_pci_host {
-	void *opaque;
-	/* (Un)register fd for guest writes of any length to addr. 0 or -1. */
-	int (*ioeventfd)(void *opaque, uint64_t addr, int fd, bool add);
-	/* (Un)bind fd to gsi (KVM_IRQFD). 0 or -1. */
-	int (*irqfd)(void *opaque, int gsi, int fd, bool add);
-	/* Drive the INTx line (level-triggered GSI). */
-	void (*set_irq)(void *opaque, int gsi, int level);
-	struct gsi_routing *routing; /* MSI routes; NULL: none */
-	struct event_loop *loop;     /* where kicks run; NULL: on the vCPU thread */
-};
-
 struct virtio_pci_vector {
 	uint32_t addr_lo, addr_hi, data, ctrl; /* the MSI-X table entry */
 	bool pending;			       /* the PBA bit */
@@ -91,7 +77,7 @@ struct virtio_pci_vector {
 struct virtio_pci {
 	struct pci_device pci;
 	struct virtio_dev *dev;
-	struct virtio_pci_host host;
+	struct virtio_transport_host host;
 	uint8_t msix_cap; /* config-space offset of the MSI-X capability */
 	uint8_t cfg_cap;  /* config-space offset of the PCI configuration access capability */
 
@@ -112,15 +98,14 @@ struct virtio_pci {
 /* Build the transport for dev (not yet on a bus): config space, capabilities, MSI-X vectors
  * (routes and irqfds when the host provides them), kick eventfds. Returns 0 or -1 with err. */
 int virtio_pci_init(struct virtio_pci *vp, struct virtio_dev *dev,
-		    const struct virtio_pci_host *host, char *err, size_t errlen);
+		    const struct virtio_transport_host *host, char *err, size_t errlen);
 /* Undo init (call after the device left the bus or the bus was destroyed). */
 void virtio_pci_cleanup(struct virtio_pci *vp);
 
-/* The VM's bindings (KVM ioeventfd/irqfd, vm_set_irq, vm->gsi_routing, vm->loop): create the
- * transport for dev and plug it into bus. NULL with err on failure. */
-struct vm;
-struct virtio_pci *virtio_pci_create(struct vm *vm, struct pci_bus *bus, struct virtio_dev *dev,
-				     char *err, size_t errlen);
+/* Create the transport for dev on host (which must have MSI routing) and plug it into bus.
+ * NULL with err on failure. */
+struct virtio_pci *virtio_pci_create(const struct virtio_transport_host *host, struct pci_bus *bus,
+				     struct virtio_dev *dev, char *err, size_t errlen);
 void virtio_pci_destroy(struct virtio_pci *vp);
 
 /* The INTx GSI once the device is on a bus (slot known). */

@@ -10,6 +10,7 @@
 
 #include "devices/virtio/virtqueue.h"
 #include "vmm/event_loop.h"
+#include "vmm/io_bus.h"
 #include "vmm/log.h"
 
 /* Device status bits (virtio 1.2, 2.1). */
@@ -64,6 +65,28 @@ struct virtio_transport_ops {
 	void (*signal_queue)(struct virtio_dev *dev, int q);
 	/* Raise the configuration-change interrupt. Thread-safe. */
 	void (*signal_config)(struct virtio_dev *dev);
+};
+
+/* What a transport asks of the machine, the one interface through which virtio-mmio and
+ * virtio-pci reach KVM: the VMM provides it (vmm/virtio_devices.c binds it to the VM). Every
+ * hook may be NULL (unit tests, fuzz targets): kicks are then trapped (virtio-pci handles them
+ * at once without a loop), and interrupts only reach the eventfds and INTx state. */
+struct gsi_routing;
+struct virtio_transport_host {
+	void *opaque;
+	/* (Un)register fd for guest writes to addr: len bytes (0: any length), with datamatch only
+	 * writes of value. 0 or -1. */
+	int (*ioeventfd)(void *opaque, uint64_t addr, uint32_t len, bool datamatch, uint64_t value,
+			 int fd, bool add);
+	/* (Un)bind fd to gsi (KVM_IRQFD): writing it raises the interrupt. 0 or -1. */
+	int (*irqfd)(void *opaque, int gsi, int fd, bool add);
+	/* Drive a level-triggered GSI (PCI INTx). */
+	void (*set_irq)(void *opaque, int gsi, int level);
+	/* Route guest accesses to [base, base + len) of the MMIO space to handler. 0 or -1. */
+	int (*register_mmio)(void *opaque, uint64_t base, uint64_t len, io_handler_fn handler,
+			     void *ctx);
+	struct gsi_routing *routing; /* MSI routes (virtio-pci); NULL: none */
+	struct event_loop *loop;     /* where kicks run (the I/O thread); NULL: none */
 };
 
 struct virtio_dev {

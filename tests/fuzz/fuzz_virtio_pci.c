@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct virtio_dev dev;
 	struct virtio_rng *rng = virtio_rng_create(&dev, &mem, &loop, "fuzz-rng");
 	struct virtio_pci vp;
-	struct virtio_pci_host host = {
+	struct virtio_transport_host host = {
 	    .set_irq = set_irq, .irqfd = irqfd, .routing = routing, .loop = &loop};
 	char err[128];
 	if (virtio_pci_init(&vp, &dev, &host, err, sizeof(err)))

@@ -95,7 +95,7 @@ static struct gsi_routing *routing;
 static int slot;
 
 static void make(const struct virtio_device_ops *ops, struct event_loop *loop,
-		 int (*ioeventfd)(void *, uint64_t, int, bool))
+		 int (*ioeventfd)(void *, uint64_t, uint32_t, bool, uint64_t, int, bool))
 {
 	test_ram_init(&ram, 16 * MiB);
 	io_bus_init(&mmio);
@@ -104,11 +104,11 @@ static void make(const struct virtio_device_ops *ops, struct event_loop *loop,
 	cr_assert_eq(pci_bus_register(&bus, &pio, PCI_ECAM_BASE), 0);
 	routing = gsi_routing_create(-1);
 	virtio_dev_init(&dev, ops, &fake_params, NULL, &ram.mem, loop, "fake0");
-	struct virtio_pci_host host = {.set_irq = host_set_irq,
-				       .irqfd = host_irqfd,
-				       .ioeventfd = ioeventfd,
-				       .routing = routing,
-				       .loop = loop};
+	struct virtio_transport_host host = {.set_irq = host_set_irq,
+					     .irqfd = host_irqfd,
+					     .ioeventfd = ioeventfd,
+					     .routing = routing,
+					     .loop = loop};
 	char err[128];
 	cr_assert_eq(virtio_pci_init(&vp, &dev, &host, err, sizeof(err)), 0, "%s", err);
 	slot = pci_bus_add_device(&bus, &vp.pci);
@@ -645,9 +645,14 @@ Test(virtio_pci, bus_master_off_stops_queue_processing)
 static int ioeventfds, ioeventfd_fd[4];
 static uint64_t ioeventfd_addr[4];
 
-static int host_ioeventfd(void *opaque, uint64_t addr, int fd, bool add)
+static int host_ioeventfd(void *opaque, uint64_t addr, uint32_t len, bool datamatch, uint64_t value,
+			  int fd, bool add)
 {
 	(void)opaque;
+	/* Any write width, any value: the address names the queue. */
+	cr_assert_eq(len, 0);
+	cr_assert_not(datamatch);
+	(void)value;
 	if (add) {
 		cr_assert_lt(ioeventfds, 4);
 		ioeventfd_addr[ioeventfds] = addr;
