@@ -454,9 +454,8 @@ static void bar_mapped(struct pci_device *d, int bar, uint64_t addr, bool mapped
 		if (!vp->notify[q].watched)
 			continue;
 		uint64_t a = base + VIRTIO_PCI_NOTIFY_OFF + (uint64_t)q * VIRTIO_PCI_NOTIFY_MULT;
-		/* Failing is not fatal: the kick is then trapped and handled the same way. */
-		/* Length 0: any write width matches (KVM_CAP_IOEVENTFD_ANY_LENGTH), no datamatch.
-		 */
+		/* Any write width (length 0: KVM_CAP_IOEVENTFD_ANY_LENGTH), any value. Failing is
+		 * not fatal: the kick is then trapped and handled the same way. */
 		vp->host.ioeventfd(vp->host.opaque, a, 0, false, 0, vp->notify[q].fd, mapped);
 	}
 	vp->ioeventfd_base = mapped ? addr : 0;
