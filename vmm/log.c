@@ -11,11 +11,6 @@ void log_set_quiet(bool quiet)
 	quiet_mode = quiet;
 }
 
-bool log_is_quiet(void)
-{
-	return quiet_mode;
-}
-
 static void vlog(const char *level, const char *fmt, va_list ap)
 {
 	char buf[1024];

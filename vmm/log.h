@@ -7,7 +7,6 @@
 #include <stdint.h>
 
 void log_set_quiet(bool quiet);
-bool log_is_quiet(void);
 /* Informational line; suppressed by --quiet. */
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
