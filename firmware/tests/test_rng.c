@@ -8,7 +8,6 @@
 #include "lib.h"
 #include "printf.h"
 #include "test_rng.h"
-#include "x86.h"
 
 #define RNG_TOTAL     (1u << 20)
 #define RNG_MIN_CHECK 16 /* shorter completions are not checked for constancy */
