@@ -47,7 +47,7 @@ deps:
 DEMO_DISK := $(BUILD)/demo-disk.img
 demo: all
 	truncate -s 64M $(DEMO_DISK)
-	./$(BUILD)/minivmm --kernel build/firmware/probe.bzImage --cpus 2 --memory 256M \
+	./$(BUILD)/minivmm --kernel $(FW_OUT)/probe.bzImage --cpus 2 --memory 256M \
 		--net user,transport=mmio --disk path=$(DEMO_DISK) --rng --cmdline "test=demo"
 
 unit-test: $(BUILD)/unit-tests

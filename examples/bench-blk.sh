@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-blk.sh: virtio-blk throughput of minivmm and QEMU side by side, on the same raw image,
 # both with cache=none (O_DIRECT) and io_uring, driven by the same guest: the probe's test=blk
-# (firmware/test_blk.c) reports 4 KiB random-read IOPS (32 requests in flight, for --secs) and
+# (firmware/tests/test_blk.c) reports 4 KiB random-read IOPS (32 requests in flight, for --secs) and
 # 1 MiB sequential read and write MB/s (8 in flight) over --bytes of the disk; the writes are
 # timed up to the end of the FLUSH that follows them, for both VMMs.
 # A benchmark, not a test: each round runs both (minivmm first in odd rounds, QEMU first in even

@@ -8,10 +8,11 @@
 #include "probe.h"
 #include "pvm.h"
 #include "serial.h"
-#include "test_blk.h"
 #include "test_balloon.h"
+#include "test_blk.h"
 #include "test_boot.h"
 #include "test_demo.h"
+#include "test_hostile.h"
 #include "test_net.h"
 #include "test_outcomes.h"
 #include "test_rng.h"
@@ -20,6 +21,39 @@
 #include "x86.h"
 
 void fw_main(uint32_t protocol, uint64_t info);
+
+/* test=NAME runs this; NULL on success, else the FAIL reason (some never return). */
+static const struct {
+	const char *name;
+	const char *(*run)(void);
+} tests[] = {
+    {"boot", test_boot},
+    {"demo", test_demo},
+    {"exit", test_exit},
+    {"reset", test_reset},
+    {"triple-fault", test_triple_fault},
+    {"balloon", test_balloon},
+    {"rng", test_rng},
+    {"hostile", test_hostile},
+    {"blk", test_blk},
+    {"blk-durable", test_blk_durable},
+    {"serve", test_serve},
+    {"udp_sink", test_udp_sink},
+    {"udp_stream", test_udp_stream},
+    {"udp_rr", test_udp_rr},
+    {"pktgen", test_pktgen},
+    {"bulk_send", test_bulk_send},
+    {"bulk_recv", test_bulk_recv},
+    {"virtio-bench", test_virtio_bench},
+};
+
+static const char *run_test(const char *name, size_t n)
+{
+	for (unsigned i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (strlen(tests[i].name) == n && !memcmp(tests[i].name, name, n))
+			return tests[i].run();
+	return "unknown test";
+}
 
 static const char *report_e820(void)
 {
@@ -61,29 +95,8 @@ void fw_main(uint32_t protocol, uint64_t info)
 
 	const char *test, *hold;
 	size_t n;
-	if (cmdline_get(boot_info.cmdline, "test", &test, &n)) {
-		test_outcome(test, n); /* returns unless it is one of those */
-		if (n == 4 && !memcmp(test, "boot", 4))
-			err = test_boot(mode);
-		else if (n == 4 && !memcmp(test, "demo", 4))
-			err = test_demo(mode);
-		else if (n == 7 && !memcmp(test, "balloon", 7))
-			err = test_balloon();
-		else if (n == 3 && !memcmp(test, "rng", 3))
-			err = test_rng();
-		else if (n == 7 && !memcmp(test, "hostile", 7))
-			err = test_hostile();
-		else if (test_blk_known(test, n))
-			err = test_blk(test, n);
-		else if (test_net_known(test, n))
-			err = test_net(test, n);
-		else if (n == 12 && !memcmp(test, "virtio-bench", 12))
-			err = test_virtio_bench();
-		else
-			err = "unknown test";
-		if (err)
-			probe_fail(err);
-	}
+	if (cmdline_get(boot_info.cmdline, "test", &test, &n) && (err = run_test(test, n)))
+		probe_fail(err);
 	/* hold=serial: lets a test inspect the running VM (all vCPUs have run by now). */
 	if (cmdline_get(boot_info.cmdline, "hold", &hold, &n)) {
 		if (n != 6 || memcmp(hold, "serial", 6))

@@ -269,7 +269,8 @@ void cli_usage(void)
 	    "  --boot linux64|pvh     override the boot protocol detected from the image\n"
 	    "  --initrd PATH          initial ramdisk\n"
 	    "  --cmdline STRING       kernel command line (default: empty)\n"
-	    "  --memory SIZE          guest RAM, e.g. 512M, 2G (bare number: MiB; default 256M)\n"
+	    "  --memory SIZE          guest RAM, e.g. 512M, 2G (bare number: MiB; default 256M);\n"
+	    "                         16M to 1T, a whole number of MiB\n"
 	    "  --populate             pre-fault guest RAM in a low-priority background thread\n"
 	    "                         (cheaper first touches; costs host CPU and memory while\n"
 	    "                         the guest runs; default off, --no-populate)\n"
@@ -282,6 +283,8 @@ void cli_usage(void)
 	for (int i = 0; device_kinds[i]; i++)
 		printf("  --%s%s\n", device_kinds[i]->flag, device_kinds[i]->usage);
 	printf(
+	    "  (--net user: hostfwd=tcp|udp:[ADDR]:HOSTPORT-:GUESTPORT, repeatable; ADDR is the\n"
+	    "  host address to listen on, default all, e.g. hostfwd=tcp::2222-:22)\n"
 	    "  --io-pin CPULIST       pin the I/O thread (device emulation) to host CPUs\n"
 	    "\n"
 	    "Machine description:\n"
@@ -307,9 +310,10 @@ void cli_usage(void)
 	    "  --help                 this text\n"
 	    "  --version              print the version\n"
 	    "\n"
-	    "Exit status: the value the guest writes to I/O port 0xf4; 0 after a guest reset;\n"
-	    "98 after a triple fault; 99 after a KVM internal error or failed entry; 1 on a\n"
-	    "VMM error while running; 2 on a usage or set-up error.\n");
+	    "Exit status: the value the guest writes to I/O port 0xf4; 0 after a guest reset or\n"
+	    "power-off; 98 after a triple fault; 99 after a KVM internal error or failed entry;\n"
+	    "1 on a VMM error while running; 2 on a usage or set-up error (one line on stderr,\n"
+	    "minivmm: error: ...); 128+n when stopped by signal n (SIGINT, SIGTERM, SIGHUP).\n");
 }
 
 enum {

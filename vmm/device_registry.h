@@ -31,6 +31,5 @@ struct device_kind_desc {
 
 /* NULL-terminated. */
 extern const struct device_kind_desc *const device_kinds[];
-const struct device_kind_desc *device_kind_find(const char *flag);
 
 #endif

@@ -3,29 +3,41 @@
 #include <stdio.h>
 #include <time.h>
 
-/* The one piece of process-wide state outside the VM: whether --quiet was given. */
-static bool quiet_mode;
+/* The one piece of process-wide state outside the VM: whether --quiet was given, and where
+ * lines go (stderr, unless a sink is set). */
+static struct {
+	bool quiet;
+	log_sink *sink;
+	void *opaque;
+} log_state;
 
 void log_set_quiet(bool quiet)
 {
-	quiet_mode = quiet;
+	log_state.quiet = quiet;
 }
 
-bool log_is_quiet(void)
+void log_set_sink(log_sink *sink, void *opaque)
 {
-	return quiet_mode;
+	log_state.sink = sink;
+	log_state.opaque = opaque;
 }
 
 static void vlog(const char *level, const char *fmt, va_list ap)
 {
 	char buf[1024];
 	vsnprintf(buf, sizeof(buf), fmt, ap);
+	if (log_state.sink) {
+		char line[1100];
+		snprintf(line, sizeof(line), "minivmm: %s%s", level, buf);
+		log_state.sink(log_state.opaque, line);
+		return;
+	}
 	fprintf(stderr, "minivmm: %s%s\n", level, buf);
 }
 
 void log_info(const char *fmt, ...)
 {
-	if (quiet_mode)
+	if (log_state.quiet)
 		return;
 	va_list ap;
 	va_start(ap, fmt);

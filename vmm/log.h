@@ -7,7 +7,10 @@
 #include <stdint.h>
 
 void log_set_quiet(bool quiet);
-bool log_is_quiet(void);
+/* Hand every line ("minivmm: warning: ...", no newline) to sink instead of stderr; NULL:
+ * stderr again. For the unit tests, which capture what they log (tests/unit/log_capture.h). */
+typedef void log_sink(void *opaque, const char *line);
+void log_set_sink(log_sink *sink, void *opaque);
 /* Informational line; suppressed by --quiet. */
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

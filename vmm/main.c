@@ -215,7 +215,7 @@ int main(int argc, char **argv)
 	case CLI_EXIT_OK:
 		return 0;
 	case CLI_ERROR:
-		fprintf(stderr, "minivmm: %s\n", err);
+		log_error("%s", err);
 		cli_free_config(&cfg);
 		return EXIT_USAGE;
 	case CLI_RUN:
@@ -241,6 +241,7 @@ int main(int argc, char **argv)
 	struct api_server *api = NULL;
 	struct seccomp_policy sandbox = {.on_violation = console_restore_terminal};
 	int status = EXIT_USAGE;
+	bool ran = false; /* the guest started: only then is the exit status worth a line */
 
 	/* The guest's command line: the user's, then entries announcing virtio-mmio devices. */
 	char *cmdline = calloc(1, CMDLINE_BUF_SIZE);
@@ -251,25 +252,26 @@ int main(int argc, char **argv)
 	snprintf(cmdline, CMDLINE_BUF_SIZE, "%s", cfg.cmdline);
 	if (vm_create(&vm, &cfg))
 		goto out_vm;
+	/* The console file first of the user's files, so a bad one is the only line printed. */
+	if (console_open(&console, &cfg))
+		goto out_vm;
 	/* The PCI bus always exists: the ACPI tables describe it. */
 	static struct pci_bus pci;
 	pci_bus_init(&pci, &vm.mmio, PCI_MMIO_BASE, PCI_MMIO_END);
 	if (pci_bus_register(&pci, &vm.pio, PCI_ECAM_BASE))
-		goto out_vm;
+		goto out_console;
 	vm.pci = &pci;
 	if (virtio_devices_create(&virtio, &vm, cmdline, CMDLINE_BUF_SIZE))
 		goto out_devices;
 	vm.virtio = &virtio;
 	if (load_guest(&vm, &cfg, cmdline, &virtio, &entry))
 		goto out_devices;
-	if (console_open(&console, &cfg))
-		goto out_devices;
 	vm.console = &console;
 	console.deliver = console_deliver;
 	console.quit = console_quit;
 	console.opaque = &vm;
 	if (add_legacy_devices(&vm, &legacy))
-		goto out_console;
+		goto out_devices;
 	status = EXIT_VMM_ERROR;
 	if (vcpus_create(&vm, &entry) || console_start_input(&console))
 		goto out_vcpus;
@@ -306,6 +308,7 @@ int main(int argc, char **argv)
 	log_io_thread(&vm);
 	if (vcpus_start(&vm))
 		goto out_vcpus;
+	ran = true;
 	guest_mem_start_populate(&vm.mem);
 	if (vm.seccomp && seccomp_install(&sandbox, SECCOMP_MAIN, err, sizeof(err))) {
 		log_error("main thread: %s", err);
@@ -320,19 +323,19 @@ out_vcpus:
 	api_server_stop(api);
 	virtio_devices_report(&virtio);
 	serial_destroy(&legacy.serial);
-out_console:
-	console_close(&console);
 out_devices:
 	/* The bus first: it unmaps the devices' BARs, which the devices own. */
 	if (vm.pci)
 		pci_bus_destroy(vm.pci);
 	virtio_devices_destroy(&virtio);
+out_console:
+	console_close(&console);
 out_vm:
 	vm_destroy(&vm);
 	free(cmdline);
 	if (sig_fd >= 0)
 		close(sig_fd);
-	if (!cfg.quiet)
+	if (ran)
 		log_info("exit status %d", status);
 	cli_free_config(&cfg);
 	return status;

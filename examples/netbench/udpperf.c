@@ -16,7 +16,7 @@
 //        percentiles (a request lost for --timeout-ms is counted in lost= and sent again; a
 //        reply that is not an exact copy of the request, in bad=).
 // bulk-send / bulk-recv  a reliable transfer of --mib MiB (default 64) in 1024-byte datagrams
-//        with go-back-N and a CRC-32 of the content (the protocol of firmware/test_net_bulk.c);
+//        with go-back-N and a CRC-32 of the content (as firmware/tests/test_net_bulk.c);
 //        every datagram's content is checked on arrival. bulk-recv waits --wait-secs for the
 //        first datagram, fails after --idle-ms (default 10000) without one, and its --buf
 //        defaults to 4 MiB; bulk-send fails after --wait-secs without ack progress. Both
@@ -422,7 +422,7 @@ static int run_rr(const struct opts *o)
 	return 0;
 }
 
-// Reliable bulk transfer (bulk-send / bulk-recv), the protocol of firmware/test_net_bulk.c:
+// Reliable bulk transfer (bulk-send / bulk-recv), as in firmware/tests/test_net_bulk.c:
 //   data "BULK" u32 seq, BULK_PAYLOAD bytes (xorshift32 words seeded with seq*2654435761+1)
 //   ack  "BACK" u32 next (cumulative; every BULK_ACK_EVERY accepted and for every drop)
 //   end  "BEND" u32 total, u32 crc32 of all payload (answered with an ack)

@@ -1,5 +1,5 @@
-/* Writes the probe's virtio-blk test pattern (firmware/virtio_blk.c, vblk_pattern) for a seed
- * and a length to stdout, so a test can cmp a disk image against it.
+/* Writes the probe's virtio-blk test pattern (firmware/drivers/virtio_blk.c,
+ * vblk_pattern) for a seed and a length to stdout, so a test can cmp a disk image against it.
  * Usage: blk_pattern SEED BYTES */
 #include <stdint.h>
 #include <stdio.h>

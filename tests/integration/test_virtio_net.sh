@@ -164,7 +164,7 @@ grep -q '"label":"virtio-net1"' "$TEST_TMP/$name.status" || fail "$name: second 
 stop_vmm "$name"
 [ "$(grep -c 'backend lost' "$TEST_TMP/$name.err")" = 1 ] || fail "$name: reported more than once"
 
-# Reliable bulk transfers (go-back-N over UDP, firmware/test_net_bulk.c), 64 MiB each way:
+# Reliable bulk transfers (go-back-N over UDP, firmware/tests/test_net_bulk.c), 64 MiB each way:
 # every datagram's content is checked on arrival and both ends agree on the CRC-32.
 # mvt0 is gone (above): on mvt1.
 BULK_NET="net.ip=10.0.3.15/24 net.peer=10.0.3.1"

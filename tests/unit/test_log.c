@@ -1,39 +1,23 @@
 /* The guest-triggerable warning limiter: a burst passes, the rest of the window is dropped,
  * and the next window opens with one line counting what was dropped. */
 #include <criterion/criterion.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
+#include "log_capture.h"
 #include "vmm/log.h"
 
 #define SEC 1000000000ULL
 
-/* stderr goes to a memfd while a test runs, so its lines can be read back. */
-static int saved_stderr = -1, capture_fd = -1;
-
+/* What was logged from capture_start() to capture_end() (malloc'd, NUL-terminated). */
 static void capture_start(void)
 {
-	fflush(stderr);
-	capture_fd = memfd_create("stderr", 0);
-	cr_assert(capture_fd >= 0);
-	saved_stderr = dup(STDERR_FILENO);
-	cr_assert(dup2(capture_fd, STDERR_FILENO) >= 0);
+	log_capture_clear();
 }
 
-/* Everything written since capture_start (malloc'd, NUL-terminated); stderr is restored. */
 static char *capture_end(void)
 {
-	fflush(stderr);
-	dup2(saved_stderr, STDERR_FILENO);
-	close(saved_stderr);
-	off_t len = lseek(capture_fd, 0, SEEK_END);
-	char *text = calloc(1, (size_t)len + 1);
-	cr_assert(pread(capture_fd, text, (size_t)len, 0) == len);
-	close(capture_fd);
-	return text;
+	return log_captured();
 }
 
 static unsigned count_lines(const char *text, const char *needle)

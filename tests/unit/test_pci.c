@@ -1,9 +1,11 @@
 /* The PCI bus: configuration space through ports 0xcf8/0xcfc and ECAM, BAR sizing and mapping,
  * read-only bits, the capability list, unclaimed functions. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "arch/x86/layout.h"
+#include "log_capture.h"
 #include "devices/pci.h"
 #include "vmm/io_bus.h"
 
@@ -316,8 +318,13 @@ Test(pci, bar_overlapping_another_device_stays_unmapped)
 	cr_assert_eq(s2, s1 + 1);
 	ecam_write(s1, 0, 0x04, 2, PCI_COMMAND_MEMORY);
 	ecam_write(s2, 0, 0x10, 4, PCI_MMIO_BASE); /* on top of f's BAR */
+	log_capture_clear();
 	ecam_write(s2, 0, 0x04, 2, PCI_COMMAND_MEMORY);
 	cr_assert(!g.pci.bars[0].mapped);
+	char *log = log_captured();
+	cr_assert(strstr(log, "minivmm: warning: pci ") && strstr(log, "overlaps another device"),
+		  "%s", log);
+	free(log);
 	bool handled;
 	mmio_read8(PCI_MMIO_BASE, &handled);
 	cr_assert(handled);

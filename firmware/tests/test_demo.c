@@ -140,7 +140,8 @@ static const char *demo_rng(void)
 	}
 	for (unsigned i = 0; i < demo.rng_devs; i++) {
 		struct rng_stats st;
-		if ((err = rng_init(devs[i])) || (err = rng_read(devs[i], DEMO_RNG_BYTES, &st)))
+		if ((err = rng_init(devs[i])) ||
+		    (err = rng_read_checked(devs[i], DEMO_RNG_BYTES, &st)))
 			return err;
 		rng_report(i, devs[i], &st);
 		uint64_t us = virtio_cycles_to_us(st.cycles);
@@ -285,11 +286,10 @@ static void summary(void)
 	serial_write(sum_buf, sum_len);
 }
 
-const char *test_demo(enum exec_mode mode)
+const char *test_demo(void)
 {
 	const char *err;
-	if ((err = test_boot(mode)) || (err = demo_blk()) || (err = demo_rng()) ||
-	    (err = demo_net()))
+	if ((err = test_boot()) || (err = demo_blk()) || (err = demo_rng()) || (err = demo_net()))
 		return err;
 	summary();
 	return 0;

@@ -6,6 +6,7 @@
 #include "crc32.h"
 #include "paging.h"
 #include "printf.h"
+#include "pvm.h"
 #include "smp.h"
 #include "test_boot.h"
 #include "tsc.h"
@@ -215,7 +216,7 @@ static void compute(enum exec_mode mode, uint32_t khz)
 		cycles, ns, rate);
 }
 
-const char *test_boot(enum exec_mode mode)
+const char *test_boot(void)
 {
 	const char *err;
 	uint32_t khz = tsc_khz();
@@ -224,6 +225,6 @@ const char *test_boot(enum exec_mode mode)
 	if ((err = check_e820()) || (err = check_ram()) || (err = check_initrd()) ||
 	    (err = check_cpus(khz)))
 		return err;
-	compute(mode, khz);
+	compute(exec_mode(), khz);
 	return 0;
 }

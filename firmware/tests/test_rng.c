@@ -8,13 +8,9 @@
 #include "lib.h"
 #include "printf.h"
 #include "test_rng.h"
-#include "x86.h"
 
-#define RNG_BUF	       4096
-#define RNG_NBUF       16
-#define RNG_TOTAL      (1u << 20)
-#define RNG_TIMEOUT_MS 3000 /* no completion for this long: the device is dead */
-#define RNG_MIN_CHECK  16   /* shorter completions are not checked for constancy */
+#define RNG_TOTAL     (1u << 20)
+#define RNG_MIN_CHECK 16 /* shorter completions are not checked for constancy */
 
 /* Bounds on the statistics of what was read (at least 64 KiB here). For bytes from a real
  * random source, chi-square over the 256 byte values has 255 degrees of freedom: P(> 420) is
@@ -70,91 +66,25 @@ static const char *byte_stats_verdict(const struct byte_stats *bs)
 	return 0;
 }
 
-static uint8_t rng_buf[RNG_NBUF][RNG_BUF] __attribute__((aligned(4096), section(".noinit")));
-
-struct virtio_dev **rng_devices(unsigned *n)
+/* Per completed buffer: no long run of one byte value, and into the running sums. */
+static const char *check_block(void *ctx, const uint8_t *p, uint32_t len)
 {
-	static struct virtio_dev *list[VIRTIO_MAX_DEVS];
-	static unsigned count;
-	static bool done;
-	if (!done) {
-		done = true;
-		count = virtio_devices_of(VIRTIO_ID_RNG, list, VIRTIO_MAX_DEVS);
-	}
-	*n = count;
-	return list;
+	struct byte_stats *bs = ctx;
+	bool constant = len >= RNG_MIN_CHECK;
+	for (uint32_t i = 0; i < len; i++)
+		constant &= p[i] == p[0];
+	byte_stats_add(bs, p, len);
+	if (constant)
+		return "rng returned a block of one repeated byte";
+	return 0;
 }
 
-const char *rng_init(struct virtio_dev *d)
+const char *rng_read_checked(struct virtio_dev *d, uint64_t total, struct rng_stats *st)
 {
-	return virtio_init(d, 0, 1);
-}
-
-static void post(struct virtq *vq, unsigned b, uint8_t *buf_of)
-{
-	memset(rng_buf[b], 0, RNG_BUF);
-	struct virtq_buf vb = {(uint64_t)rng_buf[b], RNG_BUF, true};
-	int head = virtq_add(vq, &vb, 1);
-	buf_of[head] = (uint8_t)b; /* cannot fail: RNG_NBUF <= queue size is checked */
-}
-
-const char *rng_read(struct virtio_dev *d, uint64_t total, struct rng_stats *st)
-{
-	struct virtq *vq = &d->vq[0];
 	static struct byte_stats bs;
-	uint8_t buf_of[VIRTQ_MAX_SIZE], free_bufs[RNG_NBUF];
-	unsigned nbuf = vq->size < RNG_NBUF ? vq->size : RNG_NBUF, nfree = nbuf, inflight = 0;
-	const char *err;
-	for (unsigned i = 0; i < nbuf; i++)
-		free_bufs[i] = (uint8_t)i;
 	memset(&bs, 0, sizeof(bs));
-	uint64_t got = 0, kicks0 = vq->kicks, t0 = rdtsc();
-	for (;;) {
-		bool posted = false;
-		while (nfree && got + (uint64_t)inflight * RNG_BUF < total) {
-			post(vq, free_bufs[--nfree], buf_of);
-			inflight++;
-			posted = true;
-		}
-		if (posted)
-			virtq_kick(vq, false);
-		if (got >= total)
-			break;
-		uint16_t id;
-		uint32_t len;
-		if ((err = virtq_wait(vq, &id, &len, RNG_TIMEOUT_MS)))
-			return err;
-		/* Then everything else already there: one refill and one kick per batch. */
-		do {
-			if (len > RNG_BUF)
-				return "rng used length exceeds the buffer";
-			unsigned b = buf_of[id];
-			const uint8_t *p = rng_buf[b];
-			bool constant = len >= RNG_MIN_CHECK;
-			for (uint32_t i = 0; i < len; i++)
-				constant &= p[i] == p[0];
-			byte_stats_add(&bs, p, len);
-			if (constant)
-				return "rng returned a block of one repeated byte";
-			got += len;
-			inflight--;
-			free_bufs[nfree++] = (uint8_t)b;
-		} while (virtq_get(vq, &id, &len, &err) && !err);
-		if (err)
-			return err;
-	}
-	/* Wait for the buffers still in flight so the queue is idle (and reusable). */
-	while (inflight) {
-		uint16_t id;
-		uint32_t len;
-		if ((err = virtq_wait(vq, &id, &len, RNG_TIMEOUT_MS)))
-			return err;
-		inflight--;
-	}
-	st->cycles = rdtsc() - t0;
-	st->bytes = got;
-	st->kicks = vq->kicks - kicks0;
-	return byte_stats_verdict(&bs);
+	const char *err = rng_read(d, total, check_block, &bs, st);
+	return err ? err : byte_stats_verdict(&bs);
 }
 
 void rng_report(unsigned idx, struct virtio_dev *d, const struct rng_stats *st)
@@ -180,7 +110,7 @@ const char *test_rng(void)
 		kprintf("probe: rng dev=%u transport=%s addr=0x%lx\n", i, virtio_transport_name(d),
 			d->base);
 		struct rng_stats st;
-		if ((err = rng_init(d)) || (err = rng_read(d, RNG_TOTAL, &st)))
+		if ((err = rng_init(d)) || (err = rng_read_checked(d, RNG_TOTAL, &st)))
 			return err;
 		rng_report(i, d, &st);
 	}

@@ -2,9 +2,7 @@
 #ifndef TEST_DEMO_H
 #define TEST_DEMO_H
 
-#include "pvm.h"
-
 /* Prints the result lines and a summary; returns NULL on success or the FAIL reason. */
-const char *test_demo(enum exec_mode mode);
+const char *test_demo(void);
 
 #endif

@@ -364,12 +364,7 @@ static const char *durable(struct virtio_dev **devs, unsigned count, const struc
 		cpu_relax(); /* the host kills the VMM now */
 }
 
-bool test_blk_known(const char *test, size_t n)
-{
-	return (n == 3 && !memcmp(test, "blk", 3)) || (n == 11 && !memcmp(test, "blk-durable", 11));
-}
-
-const char *test_blk(const char *test, size_t n)
+static const char *run(bool durable_only)
 {
 	struct blk_opts o;
 	const char *err = parse_opts(&o);
@@ -377,7 +372,7 @@ const char *test_blk(const char *test, size_t n)
 		return err;
 	unsigned count;
 	struct virtio_dev **devs = vblk_devices(&count);
-	if (n == 11 && test[3] == '-')
+	if (durable_only)
 		return durable(devs, count, &o);
 	for (unsigned i = 0; i < count; i++)
 		if ((err = one_disk(i, devs[i], &o)))
@@ -388,4 +383,14 @@ const char *test_blk(const char *test, size_t n)
 	if (!o.expect_set && !count)
 		return "no virtio-blk device";
 	return 0;
+}
+
+const char *test_blk(void)
+{
+	return run(false);
+}
+
+const char *test_blk_durable(void)
+{
+	return run(true);
 }

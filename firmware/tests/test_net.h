@@ -1,17 +1,21 @@
 /*
  * Network benchmark programs for the probe (test=serve|udp_stream|udp_rr|udp_sink|pktgen|
- * bulk_send|bulk_recv),
- * on the first virtio-net device; see net.h for the stack and its net.* words.
+ * bulk_send|bulk_recv) on the first virtio-net device; see net.h for the stack and its net.*
+ * words.
  */
 #ifndef TEST_NET_H
 #define TEST_NET_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
-bool test_net_known(const char *name, size_t len);
-const char *test_net(const char *name, size_t len);
+/* The test= programs: each brings the interface up first and reports its statistics last. */
+const char *test_serve(void);
+const char *test_udp_sink(void);
+const char *test_udp_stream(void);
+const char *test_udp_rr(void);
+const char *test_pktgen(void);
+const char *test_bulk_send(void);
+const char *test_bulk_recv(void);
 
 /* Shared by the programs (test_net.c). */
 uint64_t net_arg(const char *key, uint64_t def);

@@ -1,6 +1,7 @@
 /*
- * The probe's IPv4 stack over virtio-net: Ethernet II, ARP, IPv4 (fragments sent, never
- * reassembled), ICMP echo, UDP. One interface, addresses from net.* command-line words.
+ * The probe's IPv4 stack over virtio-net: Ethernet II, ARP, IPv4 (fragments sent, and
+ * reassembled one datagram at a time: net_reasm.c), ICMP echo, UDP. One interface, addresses
+ * from net.* command-line words.
  * Addresses are kept in network byte order; ports and lengths in host order.
  */
 #ifndef NET_H

@@ -1,6 +1,6 @@
 /*
- * Network test dispatch, the shared helpers, and the two receive-side programs: serve
- * (ARP, ping and UDP echo forever) and udp_sink (count datagrams for net.secs).
+ * The network tests' common start and end, the shared helpers, and the two receive-side
+ * programs: serve (ARP, ping and UDP echo forever) and udp_sink (count datagrams for net.secs).
  */
 #include "boot_info.h"
 #include "cmdline.h"
@@ -146,33 +146,8 @@ static const char *udp_sink(void)
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	const char *(*run)(void);
-} programs[] = {
-    {"serve", serve},
-    {"udp_sink", udp_sink},
-    {"udp_stream", net_udp_stream},
-    {"udp_rr", net_udp_rr},
-    {"pktgen", net_pktgen},
-    {"bulk_send", net_bulk_send},
-    {"bulk_recv", net_bulk_recv},
-};
-
-static int find(const char *name, size_t len)
-{
-	for (unsigned i = 0; i < sizeof(programs) / sizeof(programs[0]); i++)
-		if (strlen(programs[i].name) == len && !memcmp(programs[i].name, name, len))
-			return (int)i;
-	return -1;
-}
-
-bool test_net_known(const char *name, size_t len)
-{
-	return find(name, len) >= 0;
-}
-
-const char *test_net(const char *name, size_t len)
+/* Every program: the interface up, the TX kick batch from net.batch, then the statistics. */
+static const char *run(const char *(*program)(void))
 {
 	const char *err = net_open();
 	if (err)
@@ -180,7 +155,42 @@ const char *test_net(const char *name, size_t len)
 	netif.nic.kick_batch = (unsigned)net_arg("net.batch", netif.nic.kick_batch);
 	if (!netif.nic.kick_batch)
 		netif.nic.kick_batch = 1;
-	err = programs[find(name, len)].run();
+	err = program();
 	net_report_stats();
 	return err;
+}
+
+const char *test_serve(void)
+{
+	return run(serve);
+}
+
+const char *test_udp_sink(void)
+{
+	return run(udp_sink);
+}
+
+const char *test_udp_stream(void)
+{
+	return run(net_udp_stream);
+}
+
+const char *test_udp_rr(void)
+{
+	return run(net_udp_rr);
+}
+
+const char *test_pktgen(void)
+{
+	return run(net_pktgen);
+}
+
+const char *test_bulk_send(void)
+{
+	return run(net_bulk_send);
+}
+
+const char *test_bulk_recv(void)
+{
+	return run(net_bulk_recv);
 }

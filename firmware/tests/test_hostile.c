@@ -75,7 +75,7 @@ static const char *await_needs_reset(struct virtio_dev *d, bool *flagged)
 static const char *verify(unsigned idx, struct virtio_dev *d)
 {
 	struct rng_stats st;
-	const char *err = rng_read(d, HOSTILE_VERIFY, &st);
+	const char *err = rng_read_checked(d, HOSTILE_VERIFY, &st);
 	if (err)
 		return err;
 	rng_report(idx, d, &st);

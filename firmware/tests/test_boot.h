@@ -4,8 +4,6 @@
 
 #include <stdint.h>
 
-#include "pvm.h"
-
 /* What the last test_boot() found, for a summary (test=demo). */
 struct boot_summary {
 	unsigned cpus_online;
@@ -16,6 +14,6 @@ struct boot_summary {
 extern struct boot_summary boot_summary;
 
 /* Prints the result lines; returns NULL on success or the FAIL reason. */
-const char *test_boot(enum exec_mode mode);
+const char *test_boot(void);
 
 #endif

@@ -15,8 +15,8 @@
 #include "cmdline.h"
 #include "irq.h"
 #include "printf.h"
-#include "test_rng.h"
 #include "test_virtio_bench.h"
+#include "virtio_rng.h"
 #include "x86.h"
 
 #define BUF_LEN	   64
