@@ -1,13 +1,9 @@
-/* libFuzzer target: the control socket's command handling (api_handle_request) on request
- * lines against a small fake VM: vCPUs that are parked (or never started), guest memory, and
- * optionally an rng and a balloon device in the device list (the balloon's driver past
- * DRIVER_OK or not), so status, balloon-set, pause, resume and shutdown all do their work.
+/* libFuzzer target: the control socket's command handling on request lines against a small
+ * fake VM: vCPUs that are parked (or never started), guest memory, and optionally an rng and a
+ * balloon device in the device list (the balloon's driver past DRIVER_OK or not), so status,
+ * balloon-set, pause, resume and shutdown all do their work.
  *
- * Input: u8 setup, then the bytes a client sends. The bytes are cut into lines the way the
- * server does (vmm/api.c client_event/client_lines): read in chunks into a buffer of
- * API_MAX_LINE bytes, each '\n' ends a request (a '\r' before it is dropped), and a buffer full
- * without a newline gets one "too long" error and ends the connection. Each request is handed
- * over in an allocation of exactly its length, so ASan sees any read past it.
+ * Input: u8 setup, u8 mode, then the bytes a client sends.
  *   setup bits 0-1  vCPUs - 1
  *         bit 2     a balloon device
  *         bit 3     its driver is live (FEATURES_OK, DRIVER_OK): balloon-set signals it
@@ -15,17 +11,30 @@
  *         bit 5     the VM is stopping and its vCPUs never started (else they are parked)
  *         bits 6-7  configured RAM: 64 MiB (the guest memory's size), 256 MiB (more than the
  *                   balloon sees), 1 MiB, 1 TiB
+ *   mode  bit 0     0: the bytes are cut into lines here, the way the server does (read in
+ *                   chunks into a buffer of API_MAX_LINE bytes, each '\n' ends a request, a '\r'
+ *                   before it is dropped, a buffer full without a newline ends the connection),
+ *                   and each line goes to api_handle_request in an allocation of exactly its
+ *                   length, so ASan sees any read past it;
+ *                   1: the bytes go through a real connection to the server (api_server_start
+ *                   on a socket in a temporary directory, served by this thread), sent in
+ *                   chunks of 1 << (bits 1-4) bytes, then a half-close; the server's own line
+ *                   handling (client_event, client_lines, client_reply, client_flush) cuts them.
  * Every response must be one line of JSON starting {"ok":true or {"ok":false,"error":"...";
- * every one but status's parses back as a flat object; a successful balloon-set must have set
- * that target and a successful shutdown must have stopped the VM. FUZZ_VERBOSE=1 prints each
- * request and its response. */
+ * every one but status's parses back as a flat object. Directly, a successful balloon-set must
+ * have set that target and a successful shutdown must have stopped the VM; through the socket,
+ * there must be one response per complete line (plus one for a line too long), in order.
+ * FUZZ_VERBOSE=1 prints each request (directly) and each response. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <errno.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "devices/virtio/balloon.h"
@@ -50,6 +59,15 @@ static const struct device_config rng_cfg = {.kind = &virtio_rng_kind, .transpor
 static uint8_t *ram;
 static unsigned config_irqs;
 static bool verbose; /* FUZZ_VERBOSE: print each request and its response */
+static struct api_server *server;
+static char sock_dir[] = "/tmp/fuzz_api.XXXXXX";
+static struct sockaddr_un sock_addr = {.sun_family = AF_UNIX};
+
+static void stop_server(void)
+{
+	api_server_stop(server);
+	rmdir(sock_dir);
+}
 
 static void signal_queue(struct virtio_dev *d, int q)
 {
@@ -83,12 +101,19 @@ static void global_init(void)
 		abort();
 	vm.cfg = &cfg;
 	vm.virtio = &devs;
+	if (!mkdtemp(sock_dir))
+		abort();
+	snprintf(sock_addr.sun_path, sizeof(sock_addr.sun_path), "%s/api.sock", sock_dir);
+	server = api_server_start(&vm, sock_addr.sun_path);
+	if (!server)
+		abort();
+	atexit(stop_server);
 }
 
-static void check_response(const char *req, size_t len, char *r, bool balloon)
+/* now: r answers a request made just now (not through the socket); balloon: the last device
+ * slot is a balloon. */
+static void check_response(const char *r, bool now, bool balloon)
 {
-	(void)req;
-	(void)len;
 	if (!r)
 		abort(); /* out of memory: not here */
 	if (strchr(r, '\n'))
@@ -108,6 +133,8 @@ static void check_response(const char *req, size_t len, char *r, bool balloon)
 		struct balloon_info bi;
 		if (!balloon)
 			abort();
+		if (!now)
+			return;
 		virtio_balloon_get_info(virtio_balloon_of(&devs.slots[devs.nr - 1]), &bi);
 		if ((uint64_t)bi.target_pages !=
 		    (uint64_t)m->num * ((1u << 20) / BALLOON_PAGE_SIZE))
@@ -126,7 +153,7 @@ static void handle(const char *line, size_t len, bool balloon)
 	char *r = api_handle_request(&vm, copy, len);
 	if (verbose) /* to check what seeds reach */
 		fprintf(stderr, "%.*s -> %s\n", (int)(len < 200 ? len : 200), copy, r);
-	check_response(copy, len, r, balloon);
+	check_response(r, true, balloon);
 	bool shutdown_ok =
 	    r && !strcmp(r, "{\"ok\":true}") && len >= 8 && memmem(copy, len, "shutdown", 8);
 	if (shutdown_ok && !vm_is_stopping(&vm))
@@ -135,15 +162,110 @@ static void handle(const char *line, size_t len, bool balloon)
 	free(copy);
 }
 
+/* Cut data into request lines as the server does; handle each (if handle_lines) and return
+ * how many responses the server owes: one per complete line, plus one if a line is too long. */
+static size_t cut_lines(const uint8_t *data, size_t size, bool handle_lines, bool balloon)
+{
+	static char in[API_MAX_LINE + 1];
+	size_t in_len = 0, responses = 0;
+	while (size) {
+		size_t n = API_MAX_LINE - in_len < size ? API_MAX_LINE - in_len : size;
+		memcpy(in + in_len, data, n);
+		in_len += n;
+		data += n;
+		size -= n;
+		size_t start = 0;
+		for (size_t i = 0; i < in_len; i++) {
+			if (in[i] != '\n')
+				continue;
+			size_t len = i - start;
+			if (len && in[start + len - 1] == '\r')
+				len--;
+			if (handle_lines)
+				handle(in + start, len, balloon);
+			responses++;
+			start = i + 1;
+		}
+		memmove(in, in + start, in_len - start);
+		in_len -= start;
+		if (in_len >= API_MAX_LINE)
+			return responses + 1; /* "request line longer than ...", and closed */
+	}
+	return responses; /* a last line without a newline is dropped with the connection */
+}
+
+/* The same bytes through a connection to the server; the responses checked as they come. */
+static void via_socket(const uint8_t *data, size_t size, size_t chunk, bool balloon)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sock_addr, sizeof(sock_addr)))
+		abort();
+	size_t sent = 0, got = 0, line = 0, responses = 0;
+	bool writing = true, eof = false;
+	char *out = NULL;
+	size_t cap = 0;
+	for (unsigned idle = 0; !eof; idle++) {
+		if (writing && sent < size) {
+			size_t n = size - sent < chunk ? size - sent : chunk;
+			ssize_t w = send(fd, data + sent, n, MSG_NOSIGNAL);
+			if (w > 0) {
+				sent += (size_t)w;
+				idle = 0;
+			} else if (w < 0 && errno != EAGAIN) {
+				writing = false; /* the server closed (a line too long) */
+			}
+		}
+		if (writing && sent == size) {
+			shutdown(fd, SHUT_WR);
+			writing = false;
+		}
+		event_loop_run_once(&vm.loop, 0);
+		for (;;) {
+			if (cap - got < 4096) {
+				cap = cap ? 2 * cap : 65536;
+				out = realloc(out, cap);
+				if (!out)
+					abort();
+			}
+			ssize_t r = recv(fd, out + got, cap - got - 1, 0);
+			if (r < 0 && errno == EAGAIN)
+				break;
+			if (r <= 0) { /* EOF, or ECONNRESET once everything sent to us was read */
+				eof = true;
+				break;
+			}
+			idle = 0;
+			got += (size_t)r;
+		}
+		/* Check complete response lines. */
+		for (char *nl; (nl = memchr(out + line, '\n', got - line)); line = nl + 1 - out) {
+			*nl = '\0';
+			if (verbose)
+				fprintf(stderr, "-> %.400s\n", out + line);
+			check_response(out + line, false, balloon);
+			responses++;
+		}
+		if (idle > 100000)
+			abort(); /* the server neither answers nor closes */
+	}
+	close(fd);
+	event_loop_run_once(&vm.loop, 0); /* the server frees the closed client */
+	if (verbose)
+		fprintf(stderr, "%zu bytes sent, %zu responses\n", sent, responses);
+	if (line != got || responses != cut_lines(data, size, false, false))
+		abort();
+	free(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!ram)
 		global_init();
-	if (size < 1)
+	if (size < 2)
 		return 0;
-	uint8_t setup = data[0];
-	data++;
-	size--;
+	uint8_t setup = data[0], mode = data[1];
+	data += 2;
+	size -= 2;
 
 	static const uint64_t ram_choice[4] = {RAM_SIZE, 256ULL << 20, 1ULL << 20, 1ULL << 40};
 	memset(&cfg, 0, sizeof(cfg));
@@ -194,32 +316,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 
-	/* The server's reading: chunks into a fixed buffer, complete lines handled after each. */
-	static char in[API_MAX_LINE + 1];
-	size_t in_len = 0;
-	bool closing = false;
-	while (size && !closing) {
-		size_t n = API_MAX_LINE - in_len < size ? API_MAX_LINE - in_len : size;
-		memcpy(in + in_len, data, n);
-		in_len += n;
-		data += n;
-		size -= n;
-		size_t start = 0;
-		for (size_t i = 0; i < in_len; i++) {
-			if (in[i] != '\n')
-				continue;
-			size_t len = i - start;
-			if (len && in[start + len - 1] == '\r')
-				len--;
-			handle(in + start, len, balloon != NULL);
-			start = i + 1;
-		}
-		memmove(in, in + start, in_len - start);
-		in_len -= start;
-		if (in_len >= API_MAX_LINE)
-			closing = true; /* the server answers "request line longer than ..." */
-	}
+	/* The I/O thread runs what DRIVER_OK scheduled (devices live in devs, which the next
+	 * input clears: nothing may stay queued on the loop). */
+	event_loop_run_once(&vm.loop, 0);
+	if (mode & 1)
+		via_socket(data, size, (size_t)1 << ((mode >> 1) & 15), balloon != NULL);
+	else
+		cut_lines(data, size, true, balloon != NULL);
 
+	event_loop_run_once(&vm.loop, 0);
 	for (int i = 0; i < devs.nr; i++) {
 		struct virtio_slot *s = &devs.slots[i];
 		virtio_dev_set_status(&s->dev, 0);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Seed inputs for fuzz_api: each command of the control socket, well-formed and not, alone and
-many to a buffer, against fake VMs with and without a balloon (tests/fuzz/fuzz_api.c describes
-the setup byte)."""
+many to a buffer, against fake VMs with and without a balloon, handled directly and through a
+connection to the server (tests/fuzz/fuzz_api.c describes the setup and mode bytes)."""
 import os
 import sys
 
@@ -42,9 +42,14 @@ requests = {
     "empty": b'',
 }
 
-def write(name, setup, lines, end=b"\n"):
+DIRECT = 0
+
+def socket(chunk_log2):
+    return 1 | chunk_log2 << 1
+
+def write(name, setup, lines, end=b"\n", mode=DIRECT):
     with open(os.path.join(out, name), "wb") as f:
-        f.write(bytes([setup]) + end.join(lines) + end)
+        f.write(bytes([setup, mode]) + end.join(lines) + end)
 
 for name, req in requests.items():
     write(name, BALLOON | LIVE | RNG, [req])
@@ -68,5 +73,16 @@ write("long_ok", BALLOON, [b" " * 4000 + requests["status"], requests["status"]]
 write("long_key", BALLOON, [b'{"' + b"k" * 100 + b'":1,"cmd":"status"}'])
 write("many_members", BALLOON, [b"{" + b",".join(b'"k%d":%d' % (i, i) for i in range(20)) + b"}"])
 # No newline at the end: the last request is never complete.
-with open(os.path.join(out, "unterminated"), "wb") as f:
-    f.write(bytes([BALLOON]) + requests["status"] + b"\n" + requests["shutdown"])
+for mode, suffix in ((DIRECT, ""), (socket(12), "_socket")):
+    with open(os.path.join(out, "unterminated" + suffix), "wb") as f:
+        f.write(bytes([BALLOON, mode]) + requests["status"] + b"\n" + requests["shutdown"])
+# Through the server: whole buffers, a byte at a time, 7 bytes (lines split across reads).
+write("socket_session", BALLOON | LIVE | RNG | 1, session, mode=socket(15))
+write("socket_bytes", BALLOON | LIVE, session[:4], b"\r\n", mode=socket(0))
+write("socket_chunks", BALLOON | RNG, session, mode=socket(3))
+write("socket_many", BALLOON | LIVE, [requests["status"]] * 40 + [requests["pause"]] * 40,
+      mode=socket(12))
+write("socket_huge", BALLOON, [requests["status"], b'{"cmd":"' + b"a" * 5000 + b'"}',
+                               requests["status"]], mode=socket(10))
+write("socket_long_ok", BALLOON, [b" " * 4000 + requests["status"]] * 3, mode=socket(11))
+write("socket_empty", 0, [b""], mode=socket(4))
