@@ -121,8 +121,8 @@ FUZZ_LIB_CFLAGS := -Wno-missing-field-initializers -Wno-gnu-variable-sized-type-
 FUZZ_cli_SRCS := $(FUZZ_LIB_SRCS)
 FUZZ_cli_LIBS := $(LDLIBS)
 FUZZ_cli_CFLAGS := $(FUZZ_LIB_CFLAGS)
-# The control socket's commands against a fake VM; inputs long enough for many requests and for
-# lines past API_MAX_LINE.
+# The control socket's commands against a fake VM (directly or through a connection to the
+# server); inputs long enough for many requests and for lines past API_MAX_LINE.
 FUZZ_api_SRCS := $(FUZZ_LIB_SRCS)
 FUZZ_api_LIBS := $(LDLIBS)
 FUZZ_api_CFLAGS := $(FUZZ_LIB_CFLAGS)
