@@ -61,7 +61,7 @@ print("| %s | %s | %s | %s | %s | %s | %s |" % (name, inputs or "?", " ".join(fi
 	;;
 table)
 	shift
-	echo "| target | inputs | intended files | lines | functions | regions | functions never reached |"
+	echo "| target | runs | intended files | lines | functions | regions | functions never reached |"
 	echo "|---|---|---|---|---|---|---|"
 	for name in "$@"; do
 		cat "$DIR/$name.row"

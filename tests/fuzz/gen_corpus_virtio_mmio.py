@@ -52,3 +52,9 @@ for name, descs in cases.items():
         blob = bytes([len(ops)]) + b"".join(ops) + memory(descs, [0])
         with open(os.path.join(out, f"{name}{'_eventidx' if event_idx else ''}"), "wb") as f:
             f.write(blob)
+
+# A full ring (16 buffers): the device stops after one pass and comes back in a bottom half.
+ops = init(False) + [op(0x50, 0, notify=1)] + ack
+full = [(0x2000 + 0x100 * i, 0x100, 2, 0) for i in range(16)]
+with open(os.path.join(out, "full"), "wb") as f:
+    f.write(bytes([len(ops)]) + b"".join(ops) + memory(full, list(range(16))))
