@@ -23,7 +23,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \
-	clean fuzz mutants
+	clean fuzz fuzz-coverage mutants
 all: $(BUILD)/minivmm firmware
 
 $(BUILD)/minivmm: $(VMM_OBJS)
@@ -120,6 +120,12 @@ FUZZ_LIB_CFLAGS := -Wno-missing-field-initializers -Wno-gnu-variable-sized-type-
 FUZZ_cli_SRCS := $(FUZZ_LIB_SRCS)
 FUZZ_cli_LIBS := $(LDLIBS)
 FUZZ_cli_CFLAGS := $(FUZZ_LIB_CFLAGS)
+# The control socket's commands against a fake VM (directly or through a connection to the
+# server); inputs long enough for many requests and for lines past API_MAX_LINE.
+FUZZ_api_SRCS := $(FUZZ_LIB_SRCS)
+FUZZ_api_LIBS := $(LDLIBS)
+FUZZ_api_CFLAGS := $(FUZZ_LIB_CFLAGS)
+FUZZ_api_FLAGS := -max_len=16384
 
 .SECONDEXPANSION:
 .PRECIOUS: $(FUZZ_BUILD)/fuzz_%
@@ -135,6 +141,41 @@ fuzz-%: $(FUZZ_BUILD)/fuzz_%
 
 fuzz: $(FUZZ_NAMES:%=fuzz-%)
 
+# Source coverage of each target over its checked-in corpus (FUZZ_COV_LEARNED=1 adds what runs
+# learned in build-fuzz/corpus): every input run once (-runs=0) by a build with
+# -fprofile-instr-generate -fcoverage-mapping, reported for the files the target is meant to
+# reach (FUZZ_<name>_COV) as one table; per file and function in build-fuzz-cov/<name>.txt.
+FUZZ_COV_BUILD  := build-fuzz-cov
+FUZZ_COV_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O1 -g -D_GNU_SOURCE -I. -fsanitize=fuzzer \
+	-fprofile-instr-generate -fcoverage-mapping
+FUZZ_virtqueue_COV := devices/virtio/virtqueue.c
+FUZZ_json_COV := vmm/json.c
+FUZZ_api_COV := vmm/api.c vmm/json.c
+FUZZ_virtio_mmio_COV := devices/virtio/mmio.c devices/virtio/virtio.c devices/virtio/virtqueue.c \
+	devices/virtio/rng.c
+FUZZ_virtio_pci_COV := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
+	devices/virtio/virtqueue.c devices/virtio/rng.c
+FUZZ_cli_COV := vmm/cli.c vmm/options.c devices/virtio/blk_kind.c
+FUZZ_kernel_loaders_COV := arch/x86/boot.c arch/x86/bzimage.c arch/x86/elf.c arch/x86/pvh.c \
+	arch/x86/initrd.c arch/x86/boot_params.c arch/x86/e820.c arch/x86/cmdline.c
+FUZZ_virtio_blk_COV := devices/virtio/blk.c devices/virtio/blk_io.c
+FUZZ_virtio_net_COV := devices/virtio/net.c
+FUZZ_virtio_rng_COV := devices/virtio/rng.c
+FUZZ_virtio_balloon_COV := devices/virtio/balloon.c
+
+.PRECIOUS: $(FUZZ_COV_BUILD)/fuzz_%
+$(FUZZ_COV_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*.h \
+		devices/*.h devices/virtio/*.h arch/x86/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_COV_CFLAGS) $(FUZZ_$*_CFLAGS) -o $@ $(filter %.c,$^) \
+		$(or $(FUZZ_$*_LIBS),-lpthread)
+
+fuzz-coverage-%: $(FUZZ_COV_BUILD)/fuzz_%
+	./scripts/fuzz-coverage.sh run $* "$(FUZZ_$*_FLAGS)" $(or $(FUZZ_$*_COV),$(FUZZ_$*_SRCS))
+
+fuzz-coverage: $(FUZZ_NAMES:%=fuzz-coverage-%)
+	@./scripts/fuzz-coverage.sh table $(FUZZ_NAMES)
+
 FORMAT_SRCS = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
 format:
 	clang-format -i $(FORMAT_SRCS)
@@ -142,6 +183,6 @@ check-format:
 	clang-format --dry-run -Werror $(FORMAT_SRCS)
 
 clean:
-	rm -rf build build-san $(FUZZ_BUILD)
+	rm -rf build build-san $(FUZZ_BUILD) $(FUZZ_COV_BUILD)
 
 -include $(VMM_OBJS:.o=.d) $(UNIT_OBJS:.o=.d)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install the Debian 12 packages minivmm builds and tests with; quiet no-op when all are present.
 set -e
-PKGS="build-essential pkg-config clang libclang-rt-14-dev lld clang-format libcriterion-dev libfdt-dev \
+PKGS="build-essential pkg-config clang libclang-rt-14-dev lld llvm clang-format libcriterion-dev libfdt-dev \
 libseccomp-dev libslirp-dev liburing-dev qemu-system-x86 iproute2 cpio busybox-static device-tree-compiler \
 procps util-linux e2fsprogs socat iputils-ping linux-perf"
 missing=""

@@ -1,8 +1,13 @@
 /* libFuzzer target: the virtio-pci transport driven by arbitrary guest accesses to its PCI
  * configuration space (ECAM) and its BAR (common, notify, ISR, device, MSI-X regions), with a
  * virtio-rng device behind it and guest memory whose contents come from the input too.
- * Input: u8 n, then n 8-byte operations {u8 kind, u8 len, u16 offset, u32 value}, then bytes
- * copied to the start of guest RAM. kind 0: config read/write, 1: BAR read/write, 2: kick. */
+ * Input: u8 n, then n 8-byte operations {u8 kind, u8 flags, u16 offset, u32 value}, then bytes
+ * copied to the start of guest RAM (rings, descriptors, buffers). kind (mod 4) 0: ECAM config
+ * access to the function's 4 KiB, 1: access to BAR 0 (offset mod 16 KiB; mapped only once the
+ * command register enables memory decode), 2: kick queue value & 1 directly, 3: access to the
+ * configuration ports 0xcf8-0xcff (offset mod 8). flags bits 0-1: log2 of the access length,
+ * bit 2: write. tests/fuzz/gen_corpus_virtio_pci.py writes seeds that get a driver to DRIVER_OK
+ * and kick its queue. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 
 	for (size_t i = 0; i < nops; i++, data += 8) {
-		uint8_t kind = data[0] % 3;
+		uint8_t kind = data[0] % 4;
 		uint32_t len = 1u << (data[1] & 3);
 		uint16_t offset;
 		uint32_t value;
@@ -94,8 +99,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					is_write);
 		else if (kind == 1)
 			io_bus_access(&mmio, PCI_MMIO_BASE + (offset & 0x3fff), buf, len, is_write);
-		else
+		else if (kind == 2)
 			virtio_dev_queue_notify(&dev, value & 1);
+		else
+			pci_bus_config_port_io(&bus, offset & 7, buf, len, is_write);
 		event_loop_run_once(&loop, 0);
 	}
 	pci_bus_destroy(&bus);
