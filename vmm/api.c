@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "file_util.h"
 #include "devices/virtio/balloon.h"
+#include "kinds/kinds.h"
 #include "json.h"
 #include "log.h"
 #include "vcpu.h"

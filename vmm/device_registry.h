@@ -1,14 +1,22 @@
 /* Every kind of virtio device the command line can ask for. A new device is one entry in
- * device_registry.c plus its own files: the core never names device kinds. */
+ * device_registry.c plus its model in devices/ and its glue in vmm/kinds/: the core never names
+ * device kinds, and device models know nothing of the VM (only struct device_env). */
 #ifndef MINIVMM_DEVICE_REGISTRY_H
 #define MINIVMM_DEVICE_REGISTRY_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+struct event_loop;
+struct guest_mem;
 struct seccomp_needs;
 struct virtio_slot;
-struct vm;
+
+/* What a device model gets of the VM: guest memory and the I/O thread's event loop. */
+struct device_env {
+	struct guest_mem *mem;
+	struct event_loop *loop;
+};
 
 struct device_kind_desc {
 	const char *flag;   /* "--rng" without the dashes */
@@ -20,7 +28,7 @@ struct device_kind_desc {
 	int (*parse)(const char *options, void **parsed, char *err, size_t errlen);
 	/* Create the device model: initialise slot->dev (virtio_dev_init) and set slot->model.
 	 * Returns 0 or -1 (logged). */
-	int (*create)(struct virtio_slot *slot, struct vm *vm, const char *label);
+	int (*create)(struct virtio_slot *slot, const struct device_env *env, const char *label);
 	void (*destroy)(struct virtio_slot *slot);
 	/* Optional: mark what the device needs from the host while the guest runs (system calls
 	 * the seccomp filters must keep, vmm/seccomp.h), from its parsed options. */

@@ -12,11 +12,7 @@
 #define VIRTIO_BLK_PATH_MAX 256
 
 struct virtio_blk;
-struct device_kind_desc;
 struct event_loop;
-
-/* --disk path=IMAGE[,readonly=on][,cache=none|writeback][,serial=ID] */
-extern const struct device_kind_desc virtio_blk_kind;
 
 struct virtio_blk_options {
 	char path[VIRTIO_BLK_PATH_MAX];
@@ -26,9 +22,6 @@ struct virtio_blk_options {
 	bool no_uring; /* force the worker-thread engine (tests) */
 };
 
-/* Parse the option string (without transport=); checks the image can be opened. */
-int virtio_blk_parse_options(const char *options, struct virtio_blk_options *out, char *err,
-			     size_t errlen);
 /* Open the image, register its completion eventfd with loop and initialise dev. Returns NULL
  * (logged) on failure. */
 struct virtio_blk *virtio_blk_create(struct virtio_dev *dev, struct guest_mem *mem,

@@ -7,11 +7,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct device_kind_desc;
-
-/* --net tap=NAME|user[,...] */
-extern const struct device_kind_desc virtio_net_kind;
-
 enum net_tx_mode { NET_TX_BH, NET_TX_TIMER };
 
 struct net_config {
@@ -29,8 +24,6 @@ struct net_config {
 
 #define NET_DEFAULT_TX_BURST	256
 #define NET_DEFAULT_TX_TIMER_US 150
-
-int net_config_parse(const char *options, struct net_config *cfg, char *err, size_t errlen);
 
 struct virtio_dev;
 struct guest_mem;

@@ -19,6 +19,7 @@
 #include "devices/net/slirp.h"
 #include "devices/virtio/net.h"
 #include "vmm/event_loop.h"
+#include "vmm/kinds/kinds.h"
 
 #define FRAME_MAX 2048
 #define TH_SYN	  0x02

@@ -14,6 +14,7 @@
 #include "devices/virtio/blk.h"
 #include "vmm/event_loop.h"
 #include "vmm/guest_mem.h"
+#include "vmm/kinds/kinds.h"
 
 #define RAM_SIZE    (16u << 20)
 #define QSIZE	    256

@@ -13,6 +13,7 @@
 #include "devices/virtio/net.h"
 #include "devices/virtio/virtio.h"
 #include "vmm/event_loop.h"
+#include "vmm/kinds/kinds.h"
 
 #define RAM_SIZE    (16u << 20)
 #define QSIZE	    16

@@ -7,13 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vmm/kinds/kinds.h"
+
 #include "devices/virtio/blk.h"
 #include "vmm/device_registry.h"
-#include "vmm/config.h"
 #include "vmm/options.h"
 #include "vmm/seccomp.h"
 #include "vmm/virtio_devices.h"
-#include "vmm/vm.h"
 
 #define WHAT	 "--disk"
 #define EXPECTED "path=, readonly=, cache=, serial=, transport="
@@ -102,9 +102,9 @@ static int blk_parse(const char *options, void **parsed, char *err, size_t errle
 	return 0;
 }
 
-static int blk_create(struct virtio_slot *slot, struct vm *vm, const char *label)
+static int blk_create(struct virtio_slot *slot, const struct device_env *env, const char *label)
 {
-	slot->model = virtio_blk_create(&slot->dev, &vm->mem, &vm->loop, label, slot->cfg->parsed);
+	slot->model = virtio_blk_create(&slot->dev, env->mem, env->loop, label, slot->cfg->parsed);
 	return slot->model ? 0 : -1;
 }
 

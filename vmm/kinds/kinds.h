@@ -1,0 +1,31 @@
+/* The device kinds of the command line (vmm/device_registry.h): each one's options, and the glue
+ * that creates its model in devices/virtio/ from them. */
+#ifndef MINIVMM_KINDS_H
+#define MINIVMM_KINDS_H
+
+#include <stddef.h>
+
+#include "devices/virtio/balloon.h"
+#include "devices/virtio/blk.h"
+#include "devices/virtio/net.h"
+
+struct device_kind_desc;
+struct virtio_slot;
+
+/* --rng: no options of its own. */
+extern const struct device_kind_desc virtio_rng_kind;
+/* --net tap=NAME|user[,...] */
+extern const struct device_kind_desc virtio_net_kind;
+/* --balloon[,deflate-on-oom=on][,free-page-reporting=on] */
+extern const struct device_kind_desc virtio_balloon_kind;
+/* --disk path=IMAGE[,readonly=on][,cache=none|writeback][,serial=ID] */
+extern const struct device_kind_desc virtio_blk_kind;
+
+int net_config_parse(const char *options, struct net_config *cfg, char *err, size_t errlen);
+/* Parse the option string (without transport=); checks the image can be opened. */
+int virtio_blk_parse_options(const char *options, struct virtio_blk_options *out, char *err,
+			     size_t errlen);
+/* The balloon model of a slot, or NULL if the slot holds another kind of device. */
+struct virtio_balloon *virtio_balloon_of(struct virtio_slot *slot);
+
+#endif
