@@ -1,6 +1,9 @@
 #include "device_registry.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "vmm/options.h"
 
 #include "vmm/kinds/kinds.h"
 
@@ -14,4 +17,9 @@ const struct device_kind_desc *device_kind_find(const char *flag)
 		if (!strcmp(device_kinds[i]->flag, flag))
 			return device_kinds[i];
 	return NULL;
+}
+
+void device_kind_usage(const struct device_kind_desc *kind)
+{
+	options_usage(stdout, kind->flag, kind->needs_options, kind->help, kind->options);
 }

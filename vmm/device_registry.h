@@ -9,6 +9,8 @@
 
 struct event_loop;
 struct guest_mem;
+struct option_desc;
+struct option_list;
 struct seccomp_needs;
 struct virtio_slot;
 
@@ -19,13 +21,19 @@ struct device_env {
 };
 
 struct device_kind_desc {
-	const char *flag;   /* "--rng" without the dashes */
-	const char *label;  /* device label prefix: "virtio-rng" */
-	const char *usage;  /* help text: "[,transport=mmio|pci]" and a description */
+	const char *flag;  /* "--rng" without the dashes */
+	const char *label; /* device label prefix: "virtio-rng" */
+	const char *help;  /* --help: what the device is ('\n' between lines) */
+	/* Its own options (every kind also takes transport=), ended by {NULL}: they give parse
+	 * its errors and --help its lines. */
+	const struct option_desc *options;
 	bool needs_options; /* the flag must have options (e.g. --net tap=NAME) */
-	/* Validate the device's own options (without transport=) into a malloc'd *parsed; return
-	 * -1 with a one-line reason in err. Runs at command-line parsing, before any set-up. */
-	int (*parse)(const char *options, void **parsed, char *err, size_t errlen);
+	/* Validate the device's own options (the flag's list without transport=) into a malloc'd
+	 * *parsed; return -1 with a one-line reason in err. Runs at command-line parsing, before
+	 * any set-up. */
+	int (*parse)(const struct option_list *opts, void **parsed, char *err, size_t errlen);
+	/* Optional: release *parsed (default: free()). */
+	void (*free_parsed)(void *parsed);
 	/* Create the device model: initialise slot->dev (virtio_dev_init) and set slot->model.
 	 * Returns 0 or -1 (logged). */
 	int (*create)(struct virtio_slot *slot, const struct device_env *env, const char *label);
@@ -40,5 +48,7 @@ struct device_kind_desc {
 /* NULL-terminated. */
 extern const struct device_kind_desc *const device_kinds[];
 const struct device_kind_desc *device_kind_find(const char *flag);
+/* --help's lines for the kind, from its options table. */
+void device_kind_usage(const struct device_kind_desc *kind);
 
 #endif

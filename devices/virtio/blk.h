@@ -27,6 +27,10 @@ struct virtio_blk_options {
 struct virtio_blk *virtio_blk_create(struct virtio_dev *dev, struct guest_mem *mem,
 				     struct event_loop *loop, const char *label,
 				     const struct virtio_blk_options *opts);
+/* The same on an image already open as opts asks (fd, taken over: closed on failure). */
+struct virtio_blk *virtio_blk_create_on(struct virtio_dev *dev, struct guest_mem *mem,
+					struct event_loop *loop, const char *label,
+					const struct virtio_blk_options *opts, int fd);
 /* Waits for requests in flight, then closes the image. */
 void virtio_blk_destroy(struct virtio_blk *blk);
 uint64_t virtio_blk_capacity(const struct virtio_blk *blk); /* 512-byte sectors */

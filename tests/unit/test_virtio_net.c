@@ -14,6 +14,7 @@
 #include "devices/virtio/virtio.h"
 #include "vmm/event_loop.h"
 #include "vmm/kinds/kinds.h"
+#include "vmm/options.h"
 
 #define RAM_SIZE    (16u << 20)
 #define QSIZE	    16
@@ -163,8 +164,10 @@ static void start_with(const char *options, bool mergeable)
 	fake = calloc(1, sizeof(*fake));
 	fake->eagain_at = -1;
 	struct net_config cfg;
+	struct option_list opts;
 	char err[128];
-	cr_assert_eq(net_config_parse(options, &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(options_split(options, "--net", &opts, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(net_config_parse(&opts, &cfg, err, sizeof(err)), 0, "%s", err);
 	net = virtio_net_create(&dev, &mem, &loop, &cfg, "net-test0", open_fake);
 	cr_assert_not_null(net);
 	dev.transport = &transport;

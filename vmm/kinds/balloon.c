@@ -10,26 +10,23 @@
 #include "vmm/options.h"
 #include "vmm/virtio_devices.h"
 
-static int balloon_parse(const char *options, void **parsed, char *err, size_t errlen)
+static const struct option_desc balloon_option_table[] = {
+    {.key = "deflate-on-oom",
+     .type = OPTION_BOOL,
+     OPTION_FIELD(struct balloon_options, deflate_on_oom),
+     .help = "the guest may take pages back when it runs out of memory"},
+    {.key = "free-page-reporting",
+     .type = OPTION_BOOL,
+     OPTION_FIELD(struct balloon_options, reporting),
+     .help = "the guest reports free pages, whose host memory is released"},
+    {NULL},
+};
+
+static int balloon_parse(const struct option_list *opts, void **parsed, char *err, size_t errlen)
 {
-	struct option_list opts;
 	struct balloon_options o = {0};
-	if (options_split(options, "--balloon", &opts, err, errlen))
+	if (options_parse(balloon_option_table, opts, "--balloon", "transport=", &o, err, errlen))
 		return -1;
-	for (int i = 0; i < opts.n; i++) {
-		const struct option_kv *kv = &opts.kv[i];
-		if (!strcmp(kv->key, "deflate-on-oom")) {
-			if (option_bool(kv, "--balloon", &o.deflate_on_oom, err, errlen))
-				return -1;
-		} else if (!strcmp(kv->key, "free-page-reporting")) {
-			if (option_bool(kv, "--balloon", &o.reporting, err, errlen))
-				return -1;
-		} else {
-			return option_unknown(
-			    kv, "--balloon",
-			    "deflate-on-oom=, free-page-reporting=, transport=", err, errlen);
-		}
-	}
 	/* Owned by the configuration from here on (cli_free_config frees it). */
 	struct balloon_options *copy = malloc(sizeof(*copy));
 	if (!copy) {
@@ -57,10 +54,9 @@ static void balloon_destroy(struct virtio_slot *slot)
 const struct device_kind_desc virtio_balloon_kind = {
     .flag = "balloon",
     .label = "virtio-balloon",
-    .usage = "[,deflate-on-oom=on][,free-page-reporting=on][,transport=mmio|pci]\n"
-	     "                         virtio-balloon: memory given back by the guest is "
-	     "released\n"
-	     "                         (target set with the control socket, see --api-sock)",
+    .help = "virtio-balloon: memory given back by the guest is released\n"
+	    "(target set with the control socket, see --api-sock)",
+    .options = balloon_option_table,
     .parse = balloon_parse,
     .create = balloon_create,
     .destroy = balloon_destroy,

@@ -21,10 +21,13 @@ extern const struct device_kind_desc virtio_balloon_kind;
 /* --disk path=IMAGE[,readonly=on][,cache=none|writeback][,serial=ID] */
 extern const struct device_kind_desc virtio_blk_kind;
 
-int net_config_parse(const char *options, struct net_config *cfg, char *err, size_t errlen);
-/* Parse the option string (without transport=); checks the image can be opened. */
-int virtio_blk_parse_options(const char *options, struct virtio_blk_options *out, char *err,
-			     size_t errlen);
+struct option_list;
+int net_config_parse(const struct option_list *opts, struct net_config *cfg, char *err,
+		     size_t errlen);
+/* Parse --disk's options (without transport=) and open the image as they ask: *fd, the
+ * caller's to close or to hand to virtio_blk_create_on. */
+int virtio_blk_parse_options(const struct option_list *opts, struct virtio_blk_options *out,
+			     int *fd, char *err, size_t errlen);
 /* The balloon model of a slot, or NULL if the slot holds another kind of device. */
 struct virtio_balloon *virtio_balloon_of(struct virtio_slot *slot);
 

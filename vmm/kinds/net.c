@@ -58,68 +58,95 @@ static int parse_mac(const char *s, uint8_t mac[6])
 	return (mac[0] & 1) ? -1 : 0;
 }
 
-int net_config_parse(const char *options, struct net_config *cfg, char *err, size_t errlen)
+static int mac_option(const struct option_kv *kv, void *out, const char *what, char *err,
+		      size_t errlen)
+{
+	struct net_config *cfg = out;
+	if (parse_mac(kv->value, cfg->mac)) {
+		snprintf(err, errlen, "%s: invalid mac '%s' (expected a unicast 52:54:00:12:34:56)",
+			 what, kv->value);
+		return -1;
+	}
+	cfg->mac_set = true;
+	return 0;
+}
+
+static int hostfwd_option(const struct option_kv *kv, void *out, const char *what, char *err,
+			  size_t errlen)
+{
+	struct net_config *cfg = out;
+	if (cfg->nr_hostfwd == 8 || strlen(kv->value) >= sizeof(cfg->hostfwd[0])) {
+		snprintf(err, errlen, "%s: too many or too long hostfwd=", what);
+		return -1;
+	}
+	snprintf(cfg->hostfwd[cfg->nr_hostfwd++], sizeof(cfg->hostfwd[0]), "%s", kv->value);
+	return 0;
+}
+
+static const struct option_choice tx_modes[] = {
+    {"bh", NET_TX_BH},
+    {"timer", NET_TX_TIMER},
+    {NULL, 0},
+};
+
+static const struct option_desc net_option_table[] = {
+    {.key = "tap",
+     .type = OPTION_STRING,
+     OPTION_FIELD(struct net_config, tap),
+     .min = 1,
+     .arg = "NAME",
+     .help = "a host tap device (opened, or created when permitted)"},
+    {.key = "user",
+     .type = OPTION_FLAG,
+     OPTION_FIELD(struct net_config, user),
+     .help = "user-mode networking (libslirp) instead of a tap device"},
+    {.key = "mac",
+     .type = OPTION_CUSTOM,
+     .parse = mac_option,
+     .arg = "MAC",
+     .help = "the guest's address (default 52:54:00:12:34:56 plus the index)"},
+    {.key = "tx",
+     .type = OPTION_ENUM,
+     OPTION_FIELD(struct net_config, tx_mode),
+     .choices = tx_modes,
+     .help = "transmit from a bottom half (default) or a timer"},
+    {.key = "tx-burst",
+     .type = OPTION_U32,
+     OPTION_FIELD(struct net_config, tx_burst),
+     .min = 1,
+     .max = 4096,
+     .arg = "N",
+     .help = "packets per transmit run (default 256)"},
+    {.key = "tx-timer",
+     .type = OPTION_U32,
+     OPTION_FIELD(struct net_config, tx_timer_us),
+     .min = 1,
+     .max = 1000000,
+     .arg = "USEC",
+     .help = "tx=timer: delay from kick to flush (default 150)"},
+    {.key = "offload",
+     .type = OPTION_BOOL,
+     OPTION_FIELD(struct net_config, offload),
+     .help = "checksum and segmentation offloads (default on)"},
+    {.key = "hostfwd",
+     .type = OPTION_CUSTOM,
+     .parse = hostfwd_option,
+     .arg = "tcp|udp::HOSTPORT-:GUESTPORT",
+     .help = "user: forward a host port to the guest (up to 8)"},
+    {NULL},
+};
+
+int net_config_parse(const struct option_list *opts, struct net_config *cfg, char *err,
+		     size_t errlen)
 {
 	static const char what[] = "--net";
-	static const char expected[] =
-	    "tap=NAME or user, mac=, tx=bh|timer, tx-burst=, tx-timer=, offload=, hostfwd=";
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->tx_mode = NET_TX_BH;
 	cfg->tx_burst = NET_DEFAULT_TX_BURST;
 	cfg->tx_timer_us = NET_DEFAULT_TX_TIMER_US;
 	cfg->offload = true;
-	struct option_list opts;
-	if (options_split(options, what, &opts, err, errlen))
+	if (options_parse(net_option_table, opts, what, "transport=", cfg, err, errlen))
 		return -1;
-	for (int i = 0; i < opts.n; i++) {
-		const struct option_kv *kv = &opts.kv[i];
-		if (!strcmp(kv->key, "tap") && kv->has_value) {
-			if (!kv->value[0] || strlen(kv->value) >= sizeof(cfg->tap)) {
-				snprintf(err, errlen, "%s: invalid tap name '%s'", what, kv->value);
-				return -1;
-			}
-			snprintf(cfg->tap, sizeof(cfg->tap), "%s", kv->value);
-		} else if (!strcmp(kv->key, "user") && !kv->has_value) {
-			cfg->user = true;
-		} else if (!strcmp(kv->key, "hostfwd") && kv->has_value) {
-			if (cfg->nr_hostfwd == 8 || strlen(kv->value) >= sizeof(cfg->hostfwd[0])) {
-				snprintf(err, errlen, "%s: too many or too long hostfwd=", what);
-				return -1;
-			}
-			snprintf(cfg->hostfwd[cfg->nr_hostfwd++], sizeof(cfg->hostfwd[0]), "%s",
-				 kv->value);
-		} else if (!strcmp(kv->key, "mac")) {
-			if (parse_mac(kv->value, cfg->mac)) {
-				snprintf(
-				    err, errlen,
-				    "%s: invalid mac '%s' (expected a unicast 52:54:00:12:34:56)",
-				    what, kv->value);
-				return -1;
-			}
-			cfg->mac_set = true;
-		} else if (!strcmp(kv->key, "tx")) {
-			if (!strcmp(kv->value, "bh"))
-				cfg->tx_mode = NET_TX_BH;
-			else if (!strcmp(kv->value, "timer"))
-				cfg->tx_mode = NET_TX_TIMER;
-			else {
-				snprintf(err, errlen, "%s: invalid tx '%s' (expected bh or timer)",
-					 what, kv->value);
-				return -1;
-			}
-		} else if (!strcmp(kv->key, "tx-burst")) {
-			if (option_u32(kv, what, 1, 4096, &cfg->tx_burst, err, errlen))
-				return -1;
-		} else if (!strcmp(kv->key, "tx-timer")) {
-			if (option_u32(kv, what, 1, 1000000, &cfg->tx_timer_us, err, errlen))
-				return -1;
-		} else if (!strcmp(kv->key, "offload")) {
-			if (option_bool(kv, what, &cfg->offload, err, errlen))
-				return -1;
-		} else {
-			return option_unknown(kv, what, expected, err, errlen);
-		}
-	}
 	if (cfg->user == !!cfg->tap[0]) {
 		snprintf(err, errlen, "%s: give exactly one backend: tap=NAME or user", what);
 		return -1;
@@ -131,14 +158,14 @@ int net_config_parse(const char *options, struct net_config *cfg, char *err, siz
 	return 0;
 }
 
-static int net_parse(const char *options, void **parsed, char *err, size_t errlen)
+static int net_parse(const struct option_list *opts, void **parsed, char *err, size_t errlen)
 {
 	struct net_config *cfg = malloc(sizeof(*cfg));
 	if (!cfg) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (net_config_parse(options, cfg, err, errlen) ||
+	if (net_config_parse(opts, cfg, err, errlen) ||
 	    (cfg->user && slirp_validate(cfg, err, errlen))) {
 		free(cfg);
 		return -1;
@@ -157,10 +184,8 @@ static void net_seccomp_needs(const void *parsed, struct seccomp_needs *needs)
 const struct device_kind_desc virtio_net_kind = {
     .flag = "net",
     .label = "virtio-net",
-    .usage = " tap=NAME|user[,mac=MAC][,tx=bh|timer][,tx-burst=N][,tx-timer=USEC]\n"
-	     "        [,offload=on|off][,hostfwd=tcp|udp::HOSTPORT-:GUESTPORT][,transport=..]\n"
-	     "                         virtio-net on a tap device (opened, or created when\n"
-	     "                         permitted) or user-mode networking (libslirp)",
+    .help = "virtio-net on a tap device or user-mode networking (libslirp)",
+    .options = net_option_table,
     .needs_options = true,
     .parse = net_parse,
     .create = net_create,

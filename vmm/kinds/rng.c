@@ -6,15 +6,12 @@
 #include "vmm/options.h"
 #include "vmm/virtio_devices.h"
 
-static int rng_parse(const char *options, void **parsed, char *err, size_t errlen)
+static const struct option_desc rng_options[] = {{NULL}};
+
+static int rng_parse(const struct option_list *opts, void **parsed, char *err, size_t errlen)
 {
-	struct option_list opts;
-	if (options_split(options, "--rng", &opts, err, errlen))
-		return -1;
-	if (opts.n)
-		return option_unknown(&opts.kv[0], "--rng", "transport=", err, errlen);
 	*parsed = NULL;
-	return 0;
+	return options_parse(rng_options, opts, "--rng", "transport=", NULL, err, errlen);
 }
 
 static int rng_create(struct virtio_slot *slot, const struct device_env *env, const char *label)
@@ -31,8 +28,8 @@ static void rng_destroy(struct virtio_slot *slot)
 const struct device_kind_desc virtio_rng_kind = {
     .flag = "rng",
     .label = "virtio-rng",
-    .usage = "[,transport=mmio|pci]\n"
-	     "                         virtio-rng, fed from getrandom()",
+    .help = "virtio-rng, fed from getrandom()",
+    .options = rng_options,
     .parse = rng_parse,
     .create = rng_create,
     .destroy = rng_destroy,
