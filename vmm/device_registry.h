@@ -6,18 +6,33 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct event_loop;
 struct guest_mem;
+struct json_object;
+struct json_writer;
 struct option_desc;
 struct option_list;
 struct seccomp_needs;
 struct virtio_slot;
 
-/* What a device model gets of the VM: guest memory and the I/O thread's event loop. */
+/* What a device model gets of the VM: guest memory and the I/O thread's event loop (and, for
+ * its control commands, the size of guest RAM). */
 struct device_env {
 	struct guest_mem *mem;
 	struct event_loop *loop;
+	uint64_t ram_bytes;
+};
+
+/* A control-socket command a kind serves (vmm/api.h): {"cmd":"<name>"[,"<member>":...]}. */
+struct device_command {
+	const char *name;   /* "balloon-set" */
+	const char *member; /* the one request member it takes besides "cmd", or NULL */
+	/* The malloc'd reply line (api_ok_response, api_error_response). slot: the VM's first
+	 * device of this kind, or NULL when it has none. I/O thread. */
+	char *(*run)(struct virtio_slot *slot, const struct device_env *env,
+		     const struct json_object *req);
 };
 
 struct device_kind_desc {
@@ -41,6 +56,11 @@ struct device_kind_desc {
 	/* Optional: mark what the device needs from the host while the guest runs (system calls
 	 * the seccomp filters must keep, vmm/seccomp.h), from its parsed options. */
 	void (*seccomp_needs)(const void *parsed, struct seccomp_needs *needs);
+	/* Optional: members of the control socket's status reply ("balloon": {...}) for the VM's
+	 * first device of this kind. I/O thread. */
+	void (*status)(struct virtio_slot *slot, struct json_writer *w);
+	/* Optional: the control-socket commands it serves, ended by {NULL}. */
+	const struct device_command *commands;
 };
 
 #define MAX_DEVICE_KINDS 16
