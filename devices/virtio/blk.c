@@ -551,14 +551,14 @@ static const struct virtio_device_ops blk_ops = {
 
 struct virtio_blk *virtio_blk_create(struct virtio_dev *dev, struct guest_mem *mem,
 				     struct event_loop *loop, const char *label,
-				     const struct virtio_blk_options *opts)
+				     const struct blk_options *opts)
 {
 	return virtio_blk_create_on(dev, mem, loop, label, opts, -1);
 }
 
 struct virtio_blk *virtio_blk_create_on(struct virtio_dev *dev, struct guest_mem *mem,
 					struct event_loop *loop, const char *label,
-					const struct virtio_blk_options *opts, int fd)
+					const struct blk_options *opts, int fd)
 {
 	struct virtio_blk *blk = calloc(1, sizeof(*blk));
 	if (!blk) {

@@ -14,7 +14,7 @@
 struct virtio_blk;
 struct event_loop;
 
-struct virtio_blk_options {
+struct blk_options {
 	char path[VIRTIO_BLK_PATH_MAX];
 	bool readonly;
 	bool direct; /* cache=none: O_DIRECT */
@@ -26,11 +26,11 @@ struct virtio_blk_options {
  * (logged) on failure. */
 struct virtio_blk *virtio_blk_create(struct virtio_dev *dev, struct guest_mem *mem,
 				     struct event_loop *loop, const char *label,
-				     const struct virtio_blk_options *opts);
+				     const struct blk_options *opts);
 /* The same on an image already open as opts asks (fd, taken over: closed on failure). */
 struct virtio_blk *virtio_blk_create_on(struct virtio_dev *dev, struct guest_mem *mem,
 					struct event_loop *loop, const char *label,
-					const struct virtio_blk_options *opts, int fd);
+					const struct blk_options *opts, int fd);
 /* Waits for requests in flight, then closes the image. */
 void virtio_blk_destroy(struct virtio_blk *blk);
 uint64_t virtio_blk_capacity(const struct virtio_blk *blk); /* 512-byte sectors */

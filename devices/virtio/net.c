@@ -65,7 +65,7 @@ struct virtio_net_config_space {
 struct virtio_net {
 	struct virtio_dev *dev;
 	struct event_loop *loop;
-	struct net_config cfg;
+	struct net_options cfg;
 	struct net_backend *backend;
 	struct virtio_net_config_space config;
 	struct virtq_elem *elem; /* one chain at a time; allocated once */
@@ -525,7 +525,7 @@ static void virtio_net_free(struct virtio_net *n)
 }
 
 struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *mem,
-				     struct event_loop *loop, const struct net_config *cfg,
+				     struct event_loop *loop, const struct net_options *cfg,
 				     const char *label, virtio_net_open_fn open_backend)
 {
 	struct virtio_net *n = calloc(1, sizeof(*n));

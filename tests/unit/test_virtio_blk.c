@@ -82,7 +82,7 @@ static void make_image(void)
 static void start_refusing(bool readonly, bool direct, bool no_uring, const char *serial,
 			   uint32_t refused)
 {
-	struct virtio_blk_options o = {0};
+	struct blk_options o = {0};
 	snprintf(o.path, sizeof(o.path), "%s", img_path);
 	o.readonly = readonly;
 	o.direct = direct;
@@ -567,13 +567,13 @@ Test(virtio_blk, reset_with_requests_in_flight_workers)
 }
 
 /* --disk's parser on an option string; the image it opened is closed again. */
-static int parse_disk(const char *options, struct virtio_blk_options *o, char *err, size_t errlen)
+static int parse_disk(const char *options, struct blk_options *o, char *err, size_t errlen)
 {
 	struct option_list opts;
 	int fd;
 	if (options_split(options, "--disk", &opts, err, errlen))
 		return -1;
-	int rc = virtio_blk_parse_options(&opts, o, &fd, err, errlen);
+	int rc = blk_options_parse(&opts, o, &fd, err, errlen);
 	if (rc == 0) {
 		cr_assert_geq(fd, 0);
 		close(fd);
@@ -583,7 +583,7 @@ static int parse_disk(const char *options, struct virtio_blk_options *o, char *e
 
 Test(virtio_blk, options)
 {
-	struct virtio_blk_options o;
+	struct blk_options o;
 	char err[300];
 	char opt[200];
 	snprintf(opt, sizeof(opt), "path=%s,readonly=on,cache=none,serial=abc", img_path);

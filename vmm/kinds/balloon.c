@@ -27,10 +27,18 @@ static const struct option_desc balloon_option_table[] = {
     {NULL},
 };
 
+int balloon_options_parse(const struct option_list *opts, struct balloon_options *out, char *err,
+			  size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	return options_parse(balloon_option_table, opts, "--balloon", "transport=", out, err,
+			     errlen);
+}
+
 static int balloon_parse(const struct option_list *opts, void **parsed, char *err, size_t errlen)
 {
-	struct balloon_options o = {0};
-	if (options_parse(balloon_option_table, opts, "--balloon", "transport=", &o, err, errlen))
+	struct balloon_options o;
+	if (balloon_options_parse(opts, &o, err, errlen))
 		return -1;
 	/* Owned by the configuration from here on (cli_free_config frees it). */
 	struct balloon_options *copy = malloc(sizeof(*copy));
@@ -130,8 +138,3 @@ const struct device_kind_desc virtio_balloon_kind = {
     .status = balloon_status,
     .commands = balloon_commands,
 };
-
-struct virtio_balloon *virtio_balloon_of(struct virtio_slot *slot)
-{
-	return slot->cfg && slot->cfg->kind == &virtio_balloon_kind ? slot->model : NULL;
-}

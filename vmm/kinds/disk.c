@@ -27,31 +27,31 @@ static const struct option_choice cache_modes[] = {
 static const struct option_desc blk_option_table[] = {
     {.key = "path",
      .type = OPTION_STRING,
-     OPTION_FIELD(struct virtio_blk_options, path),
+     OPTION_FIELD(struct blk_options, path),
      .min = 1,
      .arg = "IMAGE",
      .required = true,
      .help = "raw image: file or block device"},
     {.key = "readonly",
      .type = OPTION_BOOL,
-     OPTION_FIELD(struct virtio_blk_options, readonly),
+     OPTION_FIELD(struct blk_options, readonly),
      .bare_on = true,
      .help = "open the image read-only and offer VIRTIO_BLK_F_RO"},
     {.key = "cache",
      .type = OPTION_ENUM,
-     OPTION_FIELD(struct virtio_blk_options, direct),
+     OPTION_FIELD(struct blk_options, direct),
      .choices = cache_modes,
      .help = "none: O_DIRECT; writeback (default): the host page cache"},
     {.key = "serial",
      .type = OPTION_STRING,
-     OPTION_FIELD(struct virtio_blk_options, serial),
+     OPTION_FIELD(struct blk_options, serial),
      .arg = "ID",
      .help = "what the guest's GET_ID returns"},
     {NULL},
 };
 
-int virtio_blk_parse_options(const struct option_list *opts, struct virtio_blk_options *out,
-			     int *fd, char *err, size_t errlen)
+int blk_options_parse(const struct option_list *opts, struct blk_options *out, int *fd, char *err,
+		      size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
 	*fd = -1;
@@ -85,7 +85,7 @@ int virtio_blk_parse_options(const struct option_list *opts, struct virtio_blk_o
 
 /* The parsed options and the open image, until the device takes it over. */
 struct disk {
-	struct virtio_blk_options blk; /* first: seccomp_needs reads it */
+	struct blk_options blk; /* first: seccomp_needs reads it */
 	int fd;
 };
 
@@ -97,7 +97,7 @@ static int blk_parse(const struct option_list *opts, void **parsed, char *err, s
 		snprintf(err, errlen, "%s: out of memory", WHAT);
 		return -1;
 	}
-	if (virtio_blk_parse_options(opts, &d->blk, &d->fd, err, errlen)) {
+	if (blk_options_parse(opts, &d->blk, &d->fd, err, errlen)) {
 		free(d);
 		return -1;
 	}

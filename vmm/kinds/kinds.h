@@ -10,7 +10,6 @@
 #include "devices/virtio/net.h"
 
 struct device_kind_desc;
-struct virtio_slot;
 
 /* --rng: no options of its own. */
 extern const struct device_kind_desc virtio_rng_kind;
@@ -21,14 +20,16 @@ extern const struct device_kind_desc virtio_balloon_kind;
 /* --disk path=IMAGE[,readonly=on][,cache=none|writeback][,serial=ID] */
 extern const struct device_kind_desc virtio_blk_kind;
 
+/* Each kind's options parser, <kind>_options_parse: the flag's option list (without
+ * transport=) into its <kind>_options, defaults first; -1 with a one-line reason in err. */
 struct option_list;
-int net_config_parse(const struct option_list *opts, struct net_config *cfg, char *err,
-		     size_t errlen);
-/* Parse --disk's options (without transport=) and open the image as they ask: *fd, the
- * caller's to close or to hand to virtio_blk_create_on. */
-int virtio_blk_parse_options(const struct option_list *opts, struct virtio_blk_options *out,
-			     int *fd, char *err, size_t errlen);
-/* The balloon model of a slot, or NULL if the slot holds another kind of device. */
-struct virtio_balloon *virtio_balloon_of(struct virtio_slot *slot);
+int net_options_parse(const struct option_list *opts, struct net_options *out, char *err,
+		      size_t errlen);
+/* Also opens the image as the options ask: *fd, the caller's to close or to hand to
+ * virtio_blk_create_on. */
+int blk_options_parse(const struct option_list *opts, struct blk_options *out, int *fd, char *err,
+		      size_t errlen);
+int balloon_options_parse(const struct option_list *opts, struct balloon_options *out, char *err,
+			  size_t errlen);
 
 #endif

@@ -14,7 +14,7 @@
 #include "vmm/seccomp.h"
 #include "vmm/virtio_devices.h"
 
-static struct net_backend *open_tap_or_user(const struct net_config *cfg, struct event_loop *loop,
+static struct net_backend *open_tap_or_user(const struct net_options *cfg, struct event_loop *loop,
 					    const struct net_backend_client *client, char *err,
 					    size_t errlen)
 {
@@ -61,7 +61,7 @@ static int parse_mac(const char *s, uint8_t mac[6])
 static int mac_option(const struct option_kv *kv, void *out, const char *what, char *err,
 		      size_t errlen)
 {
-	struct net_config *cfg = out;
+	struct net_options *cfg = out;
 	if (parse_mac(kv->value, cfg->mac)) {
 		snprintf(err, errlen, "%s: invalid mac '%s' (expected a unicast 52:54:00:12:34:56)",
 			 what, kv->value);
@@ -74,7 +74,7 @@ static int mac_option(const struct option_kv *kv, void *out, const char *what, c
 static int hostfwd_option(const struct option_kv *kv, void *out, const char *what, char *err,
 			  size_t errlen)
 {
-	struct net_config *cfg = out;
+	struct net_options *cfg = out;
 	if (cfg->nr_hostfwd == 8 || strlen(kv->value) >= sizeof(cfg->hostfwd[0])) {
 		snprintf(err, errlen, "%s: too many or too long hostfwd=", what);
 		return -1;
@@ -92,13 +92,13 @@ static const struct option_choice tx_modes[] = {
 static const struct option_desc net_option_table[] = {
     {.key = "tap",
      .type = OPTION_STRING,
-     OPTION_FIELD(struct net_config, tap),
+     OPTION_FIELD(struct net_options, tap),
      .min = 1,
      .arg = "NAME",
      .help = "a host tap device (opened, or created when permitted)"},
     {.key = "user",
      .type = OPTION_FLAG,
-     OPTION_FIELD(struct net_config, user),
+     OPTION_FIELD(struct net_options, user),
      .help = "user-mode networking (libslirp) instead of a tap device"},
     {.key = "mac",
      .type = OPTION_CUSTOM,
@@ -107,26 +107,26 @@ static const struct option_desc net_option_table[] = {
      .help = "the guest's address (default 52:54:00:12:34:56 plus the index)"},
     {.key = "tx",
      .type = OPTION_ENUM,
-     OPTION_FIELD(struct net_config, tx_mode),
+     OPTION_FIELD(struct net_options, tx_mode),
      .choices = tx_modes,
      .help = "transmit from a bottom half (default) or a timer"},
     {.key = "tx-burst",
      .type = OPTION_U32,
-     OPTION_FIELD(struct net_config, tx_burst),
+     OPTION_FIELD(struct net_options, tx_burst),
      .min = 1,
      .max = 4096,
      .arg = "N",
      .help = "packets per transmit run (default 256)"},
     {.key = "tx-timer",
      .type = OPTION_U32,
-     OPTION_FIELD(struct net_config, tx_timer_us),
+     OPTION_FIELD(struct net_options, tx_timer_us),
      .min = 1,
      .max = 1000000,
      .arg = "USEC",
      .help = "tx=timer: delay from kick to flush (default 150)"},
     {.key = "offload",
      .type = OPTION_BOOL,
-     OPTION_FIELD(struct net_config, offload),
+     OPTION_FIELD(struct net_options, offload),
      .help = "checksum and segmentation offloads (default on)"},
     {.key = "hostfwd",
      .type = OPTION_CUSTOM,
@@ -136,8 +136,8 @@ static const struct option_desc net_option_table[] = {
     {NULL},
 };
 
-int net_config_parse(const struct option_list *opts, struct net_config *cfg, char *err,
-		     size_t errlen)
+int net_options_parse(const struct option_list *opts, struct net_options *cfg, char *err,
+		      size_t errlen)
 {
 	static const char what[] = "--net";
 	memset(cfg, 0, sizeof(*cfg));
@@ -160,12 +160,12 @@ int net_config_parse(const struct option_list *opts, struct net_config *cfg, cha
 
 static int net_parse(const struct option_list *opts, void **parsed, char *err, size_t errlen)
 {
-	struct net_config *cfg = malloc(sizeof(*cfg));
+	struct net_options *cfg = malloc(sizeof(*cfg));
 	if (!cfg) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (net_config_parse(opts, cfg, err, errlen) ||
+	if (net_options_parse(opts, cfg, err, errlen) ||
 	    (cfg->user && slirp_validate(cfg, err, errlen))) {
 		free(cfg);
 		return -1;
@@ -176,7 +176,7 @@ static int net_parse(const struct option_list *opts, void **parsed, char *err, s
 
 static void net_seccomp_needs(const void *parsed, struct seccomp_needs *needs)
 {
-	const struct net_config *cfg = parsed;
+	const struct net_options *cfg = parsed;
 	needs->user_net |= cfg->user;
 	needs->tap |= !cfg->user;
 }
