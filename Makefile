@@ -15,7 +15,7 @@ CFLAGS  += $(CFLAGS_COMMON)
 LDLIBS  := -lpthread -lfdt -luring -lslirp -lseccomp
 LDFLAGS += $(LDFLAGS_SAN)
 
-VMM_SRCS  := $(wildcard vmm/*.c devices/*.c devices/virtio/*.c devices/net/*.c arch/x86/*.c)
+VMM_SRCS  := $(wildcard vmm/*.c vmm/kinds/*.c devices/*.c devices/virtio/*.c devices/net/*.c arch/x86/*.c)
 VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o)
 # Everything but main() is also linked into the unit tests.
 LIB_OBJS  := $(filter-out $(BUILD)/obj/vmm/main.o,$(VMM_OBJS))
@@ -97,8 +97,7 @@ FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c,$(wildc
 FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c vmm/guest_mem.c \
 	vmm/event_loop.c vmm/log.c vmm/options.c
 FUZZ_virtio_rng_SRCS := devices/virtio/rng.c $(FUZZ_VDEV_SRCS)
-FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/virtio/blk_io.c devices/virtio/blk_kind.c \
-	$(FUZZ_VDEV_SRCS)
+FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/virtio/blk_io.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_LIBS := -lpthread -luring
 FUZZ_virtio_net_SRCS := devices/virtio/net.c devices/net/tap.c devices/net/slirp.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_net_LIBS := -lpthread -lslirp

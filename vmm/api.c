@@ -16,7 +16,7 @@
 
 #include "cli.h"
 #include "file_util.h"
-#include "devices/virtio/balloon.h"
+#include "device_registry.h"
 #include "json.h"
 #include "log.h"
 #include "vcpu.h"
@@ -25,7 +25,6 @@
 
 #define API_MAX_CLIENTS 16
 #define PAUSE_WAIT_MS	1000
-#define MIB_PAGES	((1u << 20) / BALLOON_PAGE_SIZE)
 /* A client that never reads its responses is dropped past this much queued output. (Requests
  * are not read while output is queued, so one read's worth of requests bounds it anyway.) */
 #define API_MAX_PENDING (1u << 20)
@@ -77,7 +76,7 @@ static uint64_t monotonic_ns(void)
 
 /* ---- responses ---- */
 
-static char *error_response(const char *msg)
+char *api_error_response(const char *msg)
 {
 	struct json_writer w;
 	json_writer_init(&w);
@@ -125,46 +124,19 @@ static void status_vcpus(struct json_writer *w, struct vm *vm)
 	json_end_object(w);
 }
 
-static void status_balloon(struct json_writer *w, struct virtio_balloon *b)
+/* The VM's first device of kind, or NULL. */
+static struct virtio_slot *first_of(struct vm *vm, const struct device_kind_desc *kind)
 {
-	struct balloon_info bi;
-	virtio_balloon_get_info(b, &bi);
-	json_key(w, "balloon");
-	json_begin_object(w);
-	json_member_uint(w, "target_pages", bi.target_pages);
-	json_member_uint(w, "target_mib", bi.target_pages / MIB_PAGES);
-	json_member_uint(w, "actual_pages", bi.actual_pages);
-	json_member_uint(w, "actual_mib", bi.actual_pages / MIB_PAGES);
-	json_member_uint(w, "released_pages", bi.inflated_pages);
-	json_member_uint(w, "inflated_pfns", bi.inflate_pfns);
-	json_member_uint(w, "deflated_pfns", bi.deflate_pfns);
-	json_member_uint(w, "invalid_pfns", bi.invalid_pfns);
-	json_member_uint(w, "reported_bytes", bi.reported_bytes);
-	json_member_bool(w, "deflate_on_oom", bi.deflate_on_oom);
-	json_member_bool(w, "free_page_reporting", bi.reporting);
-	json_member_uint(w, "stats_updates", bi.stats_updates);
-	json_key(w, "stats");
-	json_begin_object(w);
-	for (unsigned t = 0; t < BALLOON_NR_STATS; t++) {
-		if (!(bi.stats_valid & 1u << t))
-			continue;
-		json_key(w, virtio_balloon_stat_name(t));
-		json_uint(w, bi.stats[t]);
-	}
-	json_end_object(w);
-	json_end_object(w);
-	/* The next status shows fresher numbers. */
-	virtio_balloon_request_stats(b);
+	for (int i = 0; vm->virtio && i < vm->virtio->nr; i++)
+		if (vm->virtio->slots[i].cfg->kind == kind)
+			return &vm->virtio->slots[i];
+	return NULL;
 }
 
-static struct virtio_balloon *find_balloon(struct vm *vm)
+static struct device_env device_env_of(struct vm *vm)
 {
-	for (int i = 0; vm->virtio && i < vm->virtio->nr; i++) {
-		struct virtio_balloon *b = virtio_balloon_of(&vm->virtio->slots[i]);
-		if (b)
-			return b;
-	}
-	return NULL;
+	return (struct device_env){
+	    .mem = &vm->mem, .loop = &vm->loop, .ram_bytes = vm->cfg->memory_bytes};
 }
 
 static char *status_response(struct vm *vm)
@@ -207,14 +179,16 @@ static char *status_response(struct vm *vm)
 		json_end_object(&w);
 	}
 	json_end_array(&w);
-	struct virtio_balloon *b = find_balloon(vm);
-	if (b)
-		status_balloon(&w, b);
+	for (int k = 0; device_kinds[k]; k++) {
+		struct virtio_slot *slot = first_of(vm, device_kinds[k]);
+		if (slot && device_kinds[k]->status)
+			device_kinds[k]->status(slot, &w);
+	}
 	json_end_object(&w);
 	return json_writer_finish(&w, NULL);
 }
 
-static char *ok_response(const char *key, int64_t value)
+char *api_ok_response(const char *key, int64_t value)
 {
 	struct json_writer w;
 	json_writer_init(&w);
@@ -229,27 +203,17 @@ static char *ok_response(const char *key, int64_t value)
 	return json_writer_finish(&w, NULL);
 }
 
-static char *balloon_set(struct vm *vm, const struct json_object *req)
+/* A command one of the device kinds serves, or NULL. */
+static const struct device_command *find_command(const char *name,
+						 const struct device_kind_desc **kind)
 {
-	const struct json_member *mib = json_get(req, "mib");
-	if (!mib || mib->type != JSON_INT)
-		return error_response("balloon-set needs an integer \"mib\"");
-	uint64_t ram_mib = vm->cfg->memory_bytes >> 20;
-	if (mib->num < 0 || (uint64_t)mib->num > ram_mib) {
-		char msg[96];
-		snprintf(msg, sizeof(msg), "mib must be 0 to %llu (the guest's RAM)",
-			 (unsigned long long)ram_mib);
-		return error_response(msg);
-	}
-	struct virtio_balloon *b = find_balloon(vm);
-	if (!b)
-		return error_response("no balloon device (start with --balloon)");
-	char err[128];
-	/* Stop the pre-faulting first: it must not refault what the guest is about to free. */
-	guest_mem_stop_populate(&vm->mem);
-	if (virtio_balloon_set_target(b, (uint64_t)mib->num * MIB_PAGES, err, sizeof(err)))
-		return error_response(err);
-	return ok_response("target_mib", mib->num);
+	for (int k = 0; device_kinds[k]; k++)
+		for (const struct device_command *c = device_kinds[k]->commands; c && c->name; c++)
+			if (!strcmp(c->name, name)) {
+				*kind = device_kinds[k];
+				return c;
+			}
+	return NULL;
 }
 
 char *api_handle_request(struct vm *vm, const char *line, size_t len)
@@ -258,22 +222,26 @@ char *api_handle_request(struct vm *vm, const char *line, size_t len)
 	char err[160], msg[200];
 	if (json_parse_object(line, len, &req, err, sizeof(err))) {
 		snprintf(msg, sizeof(msg), "malformed request: %s", err);
-		return error_response(msg);
+		return api_error_response(msg);
 	}
 	const struct json_member *cmd = json_get(&req, "cmd");
 	if (!cmd || cmd->type != JSON_STRING)
-		return error_response("request needs a string \"cmd\"");
+		return api_error_response("request needs a string \"cmd\"");
+	const struct device_kind_desc *kind = NULL;
+	const struct device_command *dc = find_command(cmd->str, &kind);
 	for (int i = 0; i < req.n; i++)
 		if (strcmp(req.m[i].key, "cmd") &&
-		    !(strcmp(req.m[i].key, "mib") == 0 && !strcmp(cmd->str, "balloon-set"))) {
+		    !(dc && dc->member && !strcmp(req.m[i].key, dc->member))) {
 			snprintf(msg, sizeof(msg), "unexpected member \"%.64s\" for \"%.64s\"",
 				 req.m[i].key, cmd->str);
-			return error_response(msg);
+			return api_error_response(msg);
 		}
 	if (!strcmp(cmd->str, "status"))
 		return status_response(vm);
-	if (!strcmp(cmd->str, "balloon-set"))
-		return balloon_set(vm, &req);
+	if (dc) {
+		const struct device_env env = device_env_of(vm);
+		return dc->run(first_of(vm, kind), &env, &req);
+	}
 	if (!strcmp(cmd->str, "pause")) {
 		int n = vcpus_pause(vm, PAUSE_WAIT_MS);
 		if (n < vm->nr_vcpus && !vm_is_stopping(vm)) {
@@ -281,26 +249,30 @@ char *api_handle_request(struct vm *vm, const char *line, size_t len)
 			vcpus_resume(vm);
 			snprintf(msg, sizeof(msg), "only %d of %d vCPUs paused in time", n,
 				 vm->nr_vcpus);
-			return error_response(msg);
+			return api_error_response(msg);
 		}
 		log_info("paused by the control socket");
-		return ok_response("paused_vcpus", n);
+		return api_ok_response("paused_vcpus", n);
 	}
 	if (!strcmp(cmd->str, "resume")) {
 		vcpus_resume(vm);
 		log_info("resumed by the control socket");
-		return ok_response(NULL, 0);
+		return api_ok_response(NULL, 0);
 	}
 	if (!strcmp(cmd->str, "shutdown")) {
 		log_info("shutdown requested by the control socket");
 		vm_request_stop(vm, 0);
-		return ok_response(NULL, 0);
+		return api_ok_response(NULL, 0);
 	}
+	char names[128] = "status";
+	for (int k = 0; device_kinds[k]; k++)
+		for (const struct device_command *c = device_kinds[k]->commands; c && c->name; c++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), ", %s",
+				 c->name);
 	snprintf(msg, sizeof(msg),
-		 "unknown command \"%.64s\" (expected status, balloon-set, pause, resume or "
-		 "shutdown)",
-		 cmd->str);
-	return error_response(msg);
+		 "unknown command \"%.64s\" (expected %s, pause, resume or shutdown)", cmd->str,
+		 names);
+	return api_error_response(msg);
 }
 
 /* ---- connections ---- */
@@ -394,7 +366,7 @@ static void client_lines(struct api_client *c)
 	if (c->in_len >= API_MAX_LINE && !c->closing) {
 		char msg[64];
 		snprintf(msg, sizeof(msg), "request line longer than %d bytes", API_MAX_LINE);
-		client_reply(c, error_response(msg));
+		client_reply(c, api_error_response(msg));
 		c->closing = true;
 	}
 }

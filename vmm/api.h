@@ -6,6 +6,7 @@
 #define MINIVMM_API_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct vm;
 struct api_server;
@@ -26,5 +27,10 @@ void api_server_stop(struct api_server *s);
 /* Handle one request line (no newline); returns the malloc'd response line (no newline), or
  * NULL when out of memory. Runs on the I/O thread. Exposed for unit tests. */
 char *api_handle_request(struct vm *vm, const char *line, size_t len);
+
+/* Reply lines, for the device kinds' commands too: {"ok":false,"error":msg}, and
+ * {"ok":true[,key:value]} (no key when key is NULL). malloc'd, or NULL when out of memory. */
+char *api_error_response(const char *msg);
+char *api_ok_response(const char *key, int64_t value);
 
 #endif

@@ -232,7 +232,7 @@ static int parse_device(const struct device_kind_desc *kind, const char *arg, st
 	struct device_config *d = &cfg->devices[cfg->nr_devices];
 	*d = (struct device_config){.kind = kind, .transport = TRANSPORT_PCI};
 	/* Pass on everything but transport=, in the order given. */
-	char rest[OPTIONS_MAX * (OPTION_KEY_MAX + OPTION_VALUE_MAX + 2)] = "";
+	int kept = 0;
 	for (int i = 0; i < opts.n; i++) {
 		const struct option_kv *kv = &opts.kv[i];
 		if (!strcmp(kv->key, "transport")) {
@@ -246,12 +246,13 @@ static int parse_device(const struct device_kind_desc *kind, const char *arg, st
 					    kv->value);
 			continue;
 		}
-		size_t used = strlen(rest);
-		snprintf(rest + used, sizeof(rest) - used, "%s%s%s%s", used ? "," : "", kv->key,
-			 kv->has_value ? "=" : "", kv->value);
+		if (kept != i)
+			opts.kv[kept] = *kv;
+		kept++;
 	}
+	opts.n = kept;
 	/* On success the configuration owns *parsed (cli_free_config). */
-	if (kind->parse(rest, &d->parsed, err, errlen))
+	if (kind->parse(&opts, &d->parsed, err, errlen))
 		return -1;
 	cfg->nr_devices++;
 	return 0;
@@ -281,7 +282,7 @@ void cli_usage(void)
 	    "pci):\n",
 	    MAX_VCPUS);
 	for (int i = 0; device_kinds[i]; i++)
-		printf("  --%s%s\n", device_kinds[i]->flag, device_kinds[i]->usage);
+		device_kind_usage(device_kinds[i]);
 	printf(
 	    "  (--net user: hostfwd=tcp|udp:[ADDR]:HOSTPORT-:GUESTPORT, repeatable; ADDR is the\n"
 	    "  host address to listen on, default all, e.g. hostfwd=tcp::2222-:22)\n"
@@ -557,7 +558,11 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 void cli_free_config(struct vm_config *cfg)
 {
 	for (int i = 0; i < cfg->nr_devices; i++) {
-		free(cfg->devices[i].parsed);
+		const struct device_kind_desc *kind = cfg->devices[i].kind;
+		if (kind->free_parsed)
+			kind->free_parsed(cfg->devices[i].parsed);
+		else
+			free(cfg->devices[i].parsed);
 		cfg->devices[i].parsed = NULL;
 	}
 	cfg->nr_devices = 0;

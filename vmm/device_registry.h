@@ -1,35 +1,73 @@
 /* Every kind of virtio device the command line can ask for. A new device is one entry in
- * device_registry.c plus its own files: the core never names device kinds. */
+ * device_registry.c plus its model in devices/ and its glue in vmm/kinds/: the core never names
+ * device kinds, and device models know nothing of the VM (only struct device_env). */
 #ifndef MINIVMM_DEVICE_REGISTRY_H
 #define MINIVMM_DEVICE_REGISTRY_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+struct event_loop;
+struct guest_mem;
+struct json_object;
+struct json_writer;
+struct option_desc;
+struct option_list;
 struct seccomp_needs;
 struct virtio_slot;
-struct vm;
+
+/* What a device model gets of the VM: guest memory and the I/O thread's event loop (and, for
+ * its control commands, the size of guest RAM). */
+struct device_env {
+	struct guest_mem *mem;
+	struct event_loop *loop;
+	uint64_t ram_bytes;
+};
+
+/* A control-socket command a kind serves (vmm/api.h): {"cmd":"<name>"[,"<member>":...]}. */
+struct device_command {
+	const char *name;   /* "balloon-set" */
+	const char *member; /* the one request member it takes besides "cmd", or NULL */
+	/* The malloc'd reply line (api_ok_response, api_error_response). slot: the VM's first
+	 * device of this kind, or NULL when it has none. I/O thread. */
+	char *(*run)(struct virtio_slot *slot, const struct device_env *env,
+		     const struct json_object *req);
+};
 
 struct device_kind_desc {
-	const char *flag;   /* "--rng" without the dashes */
-	const char *label;  /* device label prefix: "virtio-rng" */
-	const char *usage;  /* help text: "[,transport=mmio|pci]" and a description */
+	const char *flag;  /* "--rng" without the dashes */
+	const char *label; /* device label prefix: "virtio-rng" */
+	const char *help;  /* --help: what the device is ('\n' between lines) */
+	/* Its own options (every kind also takes transport=), ended by {NULL}: they give parse
+	 * its errors and --help its lines. */
+	const struct option_desc *options;
 	bool needs_options; /* the flag must have options (e.g. --net tap=NAME) */
-	/* Validate the device's own options (without transport=) into a malloc'd *parsed; return
-	 * -1 with a one-line reason in err. Runs at command-line parsing, before any set-up. */
-	int (*parse)(const char *options, void **parsed, char *err, size_t errlen);
+	/* Validate the device's own options (the flag's list without transport=) into a malloc'd
+	 * *parsed; return -1 with a one-line reason in err. Runs at command-line parsing, before
+	 * any set-up. */
+	int (*parse)(const struct option_list *opts, void **parsed, char *err, size_t errlen);
+	/* Optional: release *parsed (default: free()). */
+	void (*free_parsed)(void *parsed);
 	/* Create the device model: initialise slot->dev (virtio_dev_init) and set slot->model.
 	 * Returns 0 or -1 (logged). */
-	int (*create)(struct virtio_slot *slot, struct vm *vm, const char *label);
+	int (*create)(struct virtio_slot *slot, const struct device_env *env, const char *label);
 	void (*destroy)(struct virtio_slot *slot);
 	/* Optional: mark what the device needs from the host while the guest runs (system calls
 	 * the seccomp filters must keep, vmm/seccomp.h), from its parsed options. */
 	void (*seccomp_needs)(const void *parsed, struct seccomp_needs *needs);
+	/* Optional: members of the control socket's status reply ("balloon": {...}) for the VM's
+	 * first device of this kind. I/O thread. */
+	void (*status)(struct virtio_slot *slot, struct json_writer *w);
+	/* Optional: the control-socket commands it serves, ended by {NULL}. */
+	const struct device_command *commands;
 };
 
 #define MAX_DEVICE_KINDS 16
 
 /* NULL-terminated. */
 extern const struct device_kind_desc *const device_kinds[];
+/* --help's lines for the kind, from its options table. */
+void device_kind_usage(const struct device_kind_desc *kind);
 
 #endif

@@ -65,6 +65,8 @@ int virtio_devices_create(struct virtio_devices *devs, struct vm *vm, char *cmdl
 {
 	memset(devs, 0, sizeof(*devs));
 	const struct virtio_transport_host host = vm_host(vm);
+	const struct device_env env = {
+	    .mem = &vm->mem, .loop = &vm->loop, .ram_bytes = vm->cfg->memory_bytes};
 	int per_kind[MAX_DEVICE_KINDS] = {0};
 	for (int i = 0; i < vm->cfg->nr_devices; i++) {
 		struct virtio_slot *slot = &devs->slots[devs->nr];
@@ -75,7 +77,7 @@ int virtio_devices_create(struct virtio_devices *devs, struct vm *vm, char *cmdl
 			k++;
 		char label[32];
 		snprintf(label, sizeof(label), "%s%d", kind->label, per_kind[k]++);
-		if (kind->create(slot, vm, label))
+		if (kind->create(slot, &env, label))
 			return -1;
 		devs->nr++;
 		if (slot->cfg->transport == TRANSPORT_MMIO) {

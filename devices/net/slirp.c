@@ -436,7 +436,7 @@ static int parse_hostfwd(const char *rule, bool *udp, struct in_addr *host, int 
 	return 0;
 }
 
-int slirp_validate(const struct net_config *cfg, char *err, size_t errlen)
+int slirp_validate(const struct net_options *cfg, char *err, size_t errlen)
 {
 	for (int i = 0; i < cfg->nr_hostfwd; i++) {
 		bool udp;
@@ -453,7 +453,7 @@ int slirp_validate(const struct net_config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-struct net_backend *slirp_backend_open(const struct net_config *cfg, struct event_loop *loop,
+struct net_backend *slirp_backend_open(const struct net_options *cfg, struct event_loop *loop,
 				       const struct net_backend_client *client, char *err,
 				       size_t errlen)
 {

@@ -9,8 +9,8 @@
 #include "devices/virtio/net.h"
 
 /* Check hostfwd= rules at command-line time. */
-int slirp_validate(const struct net_config *cfg, char *err, size_t errlen);
-struct net_backend *slirp_backend_open(const struct net_config *cfg, struct event_loop *loop,
+int slirp_validate(const struct net_options *cfg, char *err, size_t errlen);
+struct net_backend *slirp_backend_open(const struct net_options *cfg, struct event_loop *loop,
 				       const struct net_backend_client *client, char *err,
 				       size_t errlen);
 /* For tests: the fds in slirp's poll set as of the last refresh (at most max); returns how

@@ -12,8 +12,6 @@
 #include "devices/virtio/virtio.h"
 
 struct virtio_balloon;
-struct virtio_slot;
-struct device_kind_desc;
 
 /* Feature bits (5.5.3). */
 #define VIRTIO_BALLOON_F_MUST_TELL_HOST 0
@@ -25,9 +23,6 @@ struct device_kind_desc;
 #define BALLOON_NR_STATS 10
 
 #define BALLOON_PAGE_SIZE 4096u
-
-/* --balloon[,deflate-on-oom=on][,free-page-reporting=on] */
-extern const struct device_kind_desc virtio_balloon_kind;
 
 struct balloon_options {
 	bool deflate_on_oom;
@@ -51,8 +46,6 @@ struct virtio_balloon *virtio_balloon_create(struct virtio_dev *dev, struct gues
 					     struct event_loop *loop, const char *label,
 					     const struct balloon_options *opts);
 void virtio_balloon_destroy(struct virtio_balloon *b);
-/* The balloon model of a slot, or NULL if the slot holds another kind of device. */
-struct virtio_balloon *virtio_balloon_of(struct virtio_slot *slot);
 /* New target in 4 KiB pages: raises a configuration-change interrupt. Any thread. Returns 0, or
  * -1 with a reason in err (more than guest RAM). */
 int virtio_balloon_set_target(struct virtio_balloon *b, uint64_t pages, char *err, size_t errlen);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 #include "devices/virtio/blk_io.h"
 #include "vmm/event_loop.h"
@@ -550,18 +551,31 @@ static const struct virtio_device_ops blk_ops = {
 
 struct virtio_blk *virtio_blk_create(struct virtio_dev *dev, struct guest_mem *mem,
 				     struct event_loop *loop, const char *label,
-				     const struct virtio_blk_options *opts)
+				     const struct blk_options *opts)
+{
+	return virtio_blk_create_on(dev, mem, loop, label, opts, -1);
+}
+
+struct virtio_blk *virtio_blk_create_on(struct virtio_dev *dev, struct guest_mem *mem,
+					struct event_loop *loop, const char *label,
+					const struct blk_options *opts, int fd)
 {
 	struct virtio_blk *blk = calloc(1, sizeof(*blk));
 	if (!blk) {
+		if (fd >= 0)
+			close(fd);
 		log_error("%s: out of memory", label);
 		return NULL;
 	}
 	blk->dev = dev;
 	blk->loop = loop;
 	char err[300];
-	if (blk_image_open(&blk->img, opts->path, opts->readonly, opts->direct, !opts->no_uring,
-			   BLK_QUEUE_SIZE, err, sizeof(err))) {
+	int rc = fd >= 0
+		     ? blk_image_open_fd(&blk->img, fd, opts->path, opts->readonly, opts->direct,
+					 !opts->no_uring, BLK_QUEUE_SIZE, err, sizeof(err))
+		     : blk_image_open(&blk->img, opts->path, opts->readonly, opts->direct,
+				      !opts->no_uring, BLK_QUEUE_SIZE, err, sizeof(err));
+	if (rc) {
 		log_error("%s: %s", label, err);
 		free(blk);
 		return NULL;

@@ -12,13 +12,9 @@
 #define VIRTIO_BLK_PATH_MAX 256
 
 struct virtio_blk;
-struct device_kind_desc;
 struct event_loop;
 
-/* --disk path=IMAGE[,readonly=on][,cache=none|writeback][,serial=ID] */
-extern const struct device_kind_desc virtio_blk_kind;
-
-struct virtio_blk_options {
+struct blk_options {
 	char path[VIRTIO_BLK_PATH_MAX];
 	bool readonly;
 	bool direct; /* cache=none: O_DIRECT */
@@ -26,14 +22,15 @@ struct virtio_blk_options {
 	bool no_uring; /* force the worker-thread engine (tests) */
 };
 
-/* Parse the option string (without transport=); checks the image can be opened. */
-int virtio_blk_parse_options(const char *options, struct virtio_blk_options *out, char *err,
-			     size_t errlen);
 /* Open the image, register its completion eventfd with loop and initialise dev. Returns NULL
  * (logged) on failure. */
 struct virtio_blk *virtio_blk_create(struct virtio_dev *dev, struct guest_mem *mem,
 				     struct event_loop *loop, const char *label,
-				     const struct virtio_blk_options *opts);
+				     const struct blk_options *opts);
+/* The same on an image already open as opts asks (fd, taken over: closed on failure). */
+struct virtio_blk *virtio_blk_create_on(struct virtio_dev *dev, struct guest_mem *mem,
+					struct event_loop *loop, const char *label,
+					const struct blk_options *opts, int fd);
 /* Waits for requests in flight, then closes the image. */
 void virtio_blk_destroy(struct virtio_blk *blk);
 uint64_t virtio_blk_capacity(const struct virtio_blk *blk); /* 512-byte sectors */

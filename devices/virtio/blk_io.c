@@ -161,15 +161,24 @@ static int restricted_ring_init(struct io_uring *ring, unsigned entries, int efd
 int blk_image_open(struct blk_image *img, const char *path, bool readonly, bool direct,
 		   bool use_uring, unsigned queue_depth, char *err, size_t errlen)
 {
+	int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | (direct ? O_DIRECT : 0);
+	return blk_image_open_fd(img, open(path, flags), path, readonly, direct, use_uring,
+				 queue_depth, err, errlen);
+}
+
+int blk_image_open_fd(struct blk_image *img, int fd, const char *path, bool readonly, bool direct,
+		      bool use_uring, unsigned queue_depth, char *err, size_t errlen)
+{
+	int saved_errno = errno;
 	memset(img, 0, sizeof(*img));
-	img->fd = img->efd = -1;
+	img->fd = fd;
+	img->efd = -1;
 	pthread_mutex_init(&img->lock, NULL);
 	pthread_cond_init(&img->work, NULL);
 	pthread_cond_init(&img->idle, NULL);
 	img->readonly = readonly;
 	img->direct = direct;
-	int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | (direct ? O_DIRECT : 0);
-	img->fd = open(path, flags);
+	errno = saved_errno;
 	struct stat st;
 	if (img->fd < 0 || fstat(img->fd, &st) < 0) {
 		snprintf(err, errlen, "cannot open '%s'%s: %s", path,

@@ -58,6 +58,10 @@ struct blk_image {
  * -1 with a reason in err. */
 int blk_image_open(struct blk_image *img, const char *path, bool readonly, bool direct,
 		   bool use_uring, unsigned queue_depth, char *err, size_t errlen);
+/* The same on fd, already open as readonly and direct ask for (taken over: closed on failure;
+ * a negative fd is a failed open() whose errno is still set). path is for messages. */
+int blk_image_open_fd(struct blk_image *img, int fd, const char *path, bool readonly, bool direct,
+		      bool use_uring, unsigned queue_depth, char *err, size_t errlen);
 void blk_image_close(struct blk_image *img);
 const char *blk_image_engine(const struct blk_image *img);
 

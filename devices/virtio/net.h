@@ -7,14 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct device_kind_desc;
-
-/* --net tap=NAME|user[,...] */
-extern const struct device_kind_desc virtio_net_kind;
-
 enum net_tx_mode { NET_TX_BH, NET_TX_TIMER };
 
-struct net_config {
+struct net_options {
 	char tap[16]; /* tap name, or "" for the user-mode backend */
 	bool user;    /* user-mode networking (libslirp) */
 	char hostfwd[8][64];
@@ -30,8 +25,6 @@ struct net_config {
 #define NET_DEFAULT_TX_BURST	256
 #define NET_DEFAULT_TX_TIMER_US 150
 
-int net_config_parse(const char *options, struct net_config *cfg, char *err, size_t errlen);
-
 struct virtio_dev;
 struct guest_mem;
 struct event_loop;
@@ -40,7 +33,7 @@ struct net_backend_client;
 struct virtio_net;
 
 /* Opens the backend for cfg, whose callbacks (client) lead back into the device. */
-typedef struct net_backend *(*virtio_net_open_fn)(const struct net_config *cfg,
+typedef struct net_backend *(*virtio_net_open_fn)(const struct net_options *cfg,
 						  struct event_loop *loop,
 						  const struct net_backend_client *client,
 						  char *err, size_t errlen);
@@ -48,7 +41,7 @@ typedef struct net_backend *(*virtio_net_open_fn)(const struct net_config *cfg,
 /* The device model on the backend open_backend gives (tap, user, or a test's fake); it
  * initialises dev. Returns NULL (logged) on failure. */
 struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *mem,
-				     struct event_loop *loop, const struct net_config *cfg,
+				     struct event_loop *loop, const struct net_options *cfg,
 				     const char *label, virtio_net_open_fn open_backend);
 void virtio_net_destroy(struct virtio_net *n);
 

@@ -5,11 +5,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "vmm/device_registry.h"
 #include "vmm/event_loop.h"
-#include "vmm/options.h"
-#include "vmm/virtio_devices.h"
-#include "vmm/vm.h"
 #include "vmm/log.h"
 
 #define RNG_QUEUE_SIZE 256
@@ -158,35 +154,3 @@ uint64_t virtio_rng_bytes(const struct virtio_rng *rng)
 {
 	return rng->bytes;
 }
-
-static int rng_parse(const char *options, void **parsed, char *err, size_t errlen)
-{
-	struct option_list opts;
-	if (options_split(options, "--rng", &opts, err, errlen))
-		return -1;
-	if (opts.n)
-		return option_unknown(&opts.kv[0], "--rng", "transport=", err, errlen);
-	*parsed = NULL;
-	return 0;
-}
-
-static int rng_create(struct virtio_slot *slot, struct vm *vm, const char *label)
-{
-	slot->model = virtio_rng_create(&slot->dev, &vm->mem, &vm->loop, label);
-	return slot->model ? 0 : -1;
-}
-
-static void rng_destroy(struct virtio_slot *slot)
-{
-	virtio_rng_destroy(slot->model);
-}
-
-const struct device_kind_desc virtio_rng_kind = {
-    .flag = "rng",
-    .label = "virtio-rng",
-    .usage = "[,transport=mmio|pci]\n"
-	     "                         virtio-rng, fed from getrandom()",
-    .parse = rng_parse,
-    .create = rng_create,
-    .destroy = rng_destroy,
-};

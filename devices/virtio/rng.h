@@ -7,14 +7,10 @@
 #include <sys/types.h>
 
 struct virtio_rng;
-struct device_kind_desc;
 
 /* An entropy source: fill up to len bytes of buf, return how many (short counts are fine), or
  * -1 with errno set, like getrandom(). EINTR is retried; any other error ends the request. */
 typedef ssize_t (*virtio_rng_source_fn)(void *opaque, void *buf, size_t len);
-
-/* --rng: no options of its own. */
-extern const struct device_kind_desc virtio_rng_kind;
 
 /* Create the device model and initialise dev with it. Returns NULL (logged) on failure. */
 struct virtio_rng *virtio_rng_create(struct virtio_dev *dev, struct guest_mem *mem,

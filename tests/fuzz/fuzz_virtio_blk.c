@@ -234,7 +234,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* A fresh image each time: zeroes, of the size asked for. */
 	if (ftruncate(img_fd, 0) || ftruncate(img_fd, sectors ? sectors * 512 : 511))
 		abort();
-	struct virtio_blk_options o = {.readonly = opt & 1, .no_uring = opt & 2};
+	struct blk_options o = {.readonly = opt & 1, .no_uring = opt & 2};
 	snprintf(o.path, sizeof(o.path), "%s", path);
 	snprintf(o.serial, sizeof(o.serial), "fuzz-serial-%u", opt >> 2);
 	fv_begin();

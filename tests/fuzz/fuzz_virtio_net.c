@@ -212,7 +212,7 @@ static const struct net_backend_ops fake_ops = {
     .destroy = fake_destroy,
 };
 
-static struct net_backend *open_fake(const struct net_config *cfg, struct event_loop *loop,
+static struct net_backend *open_fake(const struct net_options *cfg, struct event_loop *loop,
 				     const struct net_backend_client *c, char *err, size_t errlen)
 {
 	(void)cfg;
@@ -272,10 +272,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fake.offloads = (struct net_offloads){
 	    .csum = opt & 2, .tso4 = opt & 4, .tso6 = opt & 8, .ecn = opt & 16, .uso = opt & 32};
 	fake.eagain = false;
-	struct net_config cfg;
-	char err[128];
-	if (net_config_parse("tap=fuzz0", &cfg, err, sizeof(err)))
-		abort();
+	struct net_options cfg = {.tap = "fuzz0"};
 	cfg.tx_mode = (opt & 1) ? NET_TX_TIMER : NET_TX_BH;
 	cfg.tx_burst = burst ? burst : 1;
 	cfg.tx_timer_us = 100;

@@ -182,6 +182,47 @@ Test(cli_parse, rejects_bad_command_lines)
 	}
 }
 
+/* Device options come from one table per kind (vmm/kinds/): the messages it derives. */
+Test(cli_parse, device_option_errors)
+{
+	struct {
+		const char *flag, *value, *msg;
+	} cases[] = {
+	    {"--rng", "bogus", "unknown --rng option 'bogus' (expected transport=)"},
+	    {"--rng", "transport=usb", "invalid transport 'usb' (expected mmio or pci)"},
+	    {"--net", "user,bogus=1",
+	     "unknown --net option 'bogus' (expected tap=, user, mac=, tx=, tx-burst=, "
+	     "tx-timer=, offload=, hostfwd=, transport=)"},
+	    {"--net", "user,tx=fast", "--net: invalid tx 'fast' (expected bh or timer)"},
+	    {"--net", "user,tx-burst=0", "--net: invalid tx-burst '0' (expected 1 to 4096)"},
+	    {"--net", "user,offload=maybe", "--net: invalid offload 'maybe' (expected on or off)"},
+	    {"--net", "user,mac=01:00:00:00:00:01", "--net: invalid mac '01:00:00:00:00:01'"},
+	    {"--net", "user=1", "--net: user takes no value"},
+	    {"--net", "tap", "--net: tap needs a value"},
+	    {"--net", "tap=0123456789abcdef",
+	     "--net: tap '0123456789abcdef' is longer than 15 bytes"},
+	    {"--net", "tap=t0,user", "--net: give exactly one backend: tap=NAME or user"},
+	    {"--net", "tap=t0,hostfwd=tcp::1-:2", "--net: hostfwd= needs the user backend"},
+	    {"--balloon", "deflate-on-oom=2",
+	     "--balloon: invalid deflate-on-oom '2' (expected on or off)"},
+	    {"--balloon", "bogus",
+	     "unknown --balloon option 'bogus' (expected deflate-on-oom=, free-page-reporting=, "
+	     "transport=)"},
+	    {"--disk", "readonly", "--disk: path=IMAGE is required"},
+	    {"--disk", "path=/nonexistent/x.img,readonly",
+	     "--disk: cannot open '/nonexistent/x.img': No such file or directory"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct vm_config cfg;
+		char flag[128];
+		snprintf(flag, sizeof(flag), "%s,%s", cases[i].flag, cases[i].value);
+		char *argv[] = {"minivmm", "--kernel", "k", flag};
+		cr_assert_eq(parse(&cfg, 4, argv), CLI_ERROR, "case %zu", i);
+		cr_assert(strstr(err, cases[i].msg), "case %zu: '%s' lacks '%s'", i, err,
+			  cases[i].msg);
+	}
+}
+
 /* --jail DIR,uid=N,gid=N: parsed, and DIR checked (exists, a directory, empty, not the jail
  * user's). */
 static char jail_dir[64];

@@ -8,6 +8,7 @@
 
 #include "devices/virtio/rng.h"
 #include "vmm/fdt.h"
+#include "vmm/kinds/kinds.h"
 #include "vmm/virtio_devices.h"
 #include "vmm/vm.h"
 

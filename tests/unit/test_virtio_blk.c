@@ -14,6 +14,8 @@
 #include "devices/virtio/blk.h"
 #include "vmm/event_loop.h"
 #include "vmm/guest_mem.h"
+#include "vmm/kinds/kinds.h"
+#include "vmm/options.h"
 
 #define RAM_SIZE    (16u << 20)
 #define QSIZE	    256
@@ -80,7 +82,7 @@ static void make_image(void)
 static void start_refusing(bool readonly, bool direct, bool no_uring, const char *serial,
 			   uint32_t refused)
 {
-	struct virtio_blk_options o = {0};
+	struct blk_options o = {0};
 	snprintf(o.path, sizeof(o.path), "%s", img_path);
 	o.readonly = readonly;
 	o.direct = direct;
@@ -564,24 +566,47 @@ Test(virtio_blk, reset_with_requests_in_flight_workers)
 	reset_in_flight(true);
 }
 
+/* --disk's parser on an option string; the image it opened is closed again. */
+static int parse_disk(const char *options, struct blk_options *o, char *err, size_t errlen)
+{
+	struct option_list opts;
+	int fd;
+	if (options_split(options, "--disk", &opts, err, errlen))
+		return -1;
+	int rc = blk_options_parse(&opts, o, &fd, err, errlen);
+	if (rc == 0) {
+		cr_assert_geq(fd, 0);
+		close(fd);
+	}
+	return rc;
+}
+
 Test(virtio_blk, options)
 {
-	struct virtio_blk_options o;
+	struct blk_options o;
 	char err[300];
 	char opt[200];
 	snprintf(opt, sizeof(opt), "path=%s,readonly=on,cache=none,serial=abc", img_path);
-	cr_assert_eq(virtio_blk_parse_options(opt, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(parse_disk(opt, &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert(o.readonly && o.direct);
 	cr_assert_str_eq(o.serial, "abc");
-	cr_assert_eq(virtio_blk_parse_options("readonly=on", &o, err, sizeof(err)), -1);
+	snprintf(opt, sizeof(opt), "path=%s,readonly,cache=writeback", img_path);
+	cr_assert_eq(parse_disk(opt, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert(o.readonly && !o.direct);
+	cr_assert_eq(parse_disk("readonly=on", &o, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "path=IMAGE is required"));
-	cr_assert_eq(virtio_blk_parse_options("path=/nonexistent/x.img", &o, err, sizeof(err)), -1);
+	cr_assert_eq(parse_disk("path=/nonexistent/x.img", &o, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "cannot open"), "%s", err);
 	snprintf(opt, sizeof(opt), "path=%s,serial=123456789012345678901", img_path);
-	cr_assert_eq(virtio_blk_parse_options(opt, &o, err, sizeof(err)), -1);
+	cr_assert_eq(parse_disk(opt, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "serial '123456789012345678901' is longer than 20 bytes"), "%s", err);
 	snprintf(opt, sizeof(opt), "path=%s,cache=sometimes", img_path);
-	cr_assert_eq(virtio_blk_parse_options(opt, &o, err, sizeof(err)), -1);
+	cr_assert_eq(parse_disk(opt, &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "--disk: invalid cache 'sometimes' (expected none or writeback)"),
+		  "%s", err);
 	snprintf(opt, sizeof(opt), "path=%s,bogus=1", img_path);
-	cr_assert_eq(virtio_blk_parse_options(opt, &o, err, sizeof(err)), -1);
+	cr_assert_eq(parse_disk(opt, &o, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "unknown --disk option 'bogus'"), "%s", err);
+	cr_assert_eq(parse_disk("path", &o, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "--disk: path needs a value"), "%s", err);
 }

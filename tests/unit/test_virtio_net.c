@@ -13,6 +13,8 @@
 #include "devices/virtio/net.h"
 #include "devices/virtio/virtio.h"
 #include "vmm/event_loop.h"
+#include "vmm/kinds/kinds.h"
+#include "vmm/options.h"
 
 #define RAM_SIZE    (16u << 20)
 #define QSIZE	    16
@@ -100,7 +102,7 @@ static const struct net_backend_ops fake_ops = {
 
 static struct net_backend_client client;
 
-static struct net_backend *open_fake(const struct net_config *cfg, struct event_loop *loop,
+static struct net_backend *open_fake(const struct net_options *cfg, struct event_loop *loop,
 				     const struct net_backend_client *c, char *err, size_t errlen)
 {
 	(void)cfg;
@@ -161,9 +163,11 @@ static void start_with(const char *options, bool mergeable)
 	cr_assert_eq(event_loop_init(&loop), 0);
 	fake = calloc(1, sizeof(*fake));
 	fake->eagain_at = -1;
-	struct net_config cfg;
+	struct net_options cfg;
+	struct option_list opts;
 	char err[128];
-	cr_assert_eq(net_config_parse(options, &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(options_split(options, "--net", &opts, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(net_options_parse(&opts, &cfg, err, sizeof(err)), 0, "%s", err);
 	net = virtio_net_create(&dev, &mem, &loop, &cfg, "net-test0", open_fake);
 	cr_assert_not_null(net);
 	dev.transport = &transport;

@@ -1,0 +1,147 @@
+/* --disk: option parsing and the device-kind entry for virtio-blk. The image is opened once,
+ * while the command line is parsed, and the device takes the descriptor over. */
+#include "vmm/kinds/kinds.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "devices/virtio/blk.h"
+#include "vmm/device_registry.h"
+#include "vmm/options.h"
+#include "vmm/seccomp.h"
+#include "vmm/virtio_devices.h"
+
+#define WHAT "--disk"
+
+static const struct option_choice cache_modes[] = {
+    {"none", true},
+    {"writeback", false},
+    {NULL, 0},
+};
+
+static const struct option_desc blk_option_table[] = {
+    {.key = "path",
+     .type = OPTION_STRING,
+     OPTION_FIELD(struct blk_options, path),
+     .min = 1,
+     .arg = "IMAGE",
+     .required = true,
+     .help = "raw image: file or block device"},
+    {.key = "readonly",
+     .type = OPTION_BOOL,
+     OPTION_FIELD(struct blk_options, readonly),
+     .bare_on = true,
+     .help = "open the image read-only and offer VIRTIO_BLK_F_RO"},
+    {.key = "cache",
+     .type = OPTION_ENUM,
+     OPTION_FIELD(struct blk_options, direct),
+     .choices = cache_modes,
+     .help = "none: O_DIRECT; writeback (default): the host page cache"},
+    {.key = "serial",
+     .type = OPTION_STRING,
+     OPTION_FIELD(struct blk_options, serial),
+     .arg = "ID",
+     .help = "what the guest's GET_ID returns"},
+    {NULL},
+};
+
+int blk_options_parse(const struct option_list *opts, struct blk_options *out, int *fd, char *err,
+		      size_t errlen)
+{
+	memset(out, 0, sizeof(*out));
+	*fd = -1;
+	if (options_parse(blk_option_table, opts, WHAT, "transport=", out, err, errlen))
+		return -1;
+	/* Fail at the command line, not later, on an image that cannot be used as asked. */
+	int flags = (out->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | (out->direct ? O_DIRECT : 0);
+	int img = open(out->path, flags);
+	struct stat st;
+	if (img < 0 || fstat(img, &st) < 0) {
+		snprintf(err, errlen, "%s: cannot open '%s'%s: %s", WHAT, out->path,
+			 out->direct && errno == EINVAL ? " with O_DIRECT (cache=none)"
+			 : out->readonly		? ""
+							: " for writing",
+			 strerror(errno));
+		if (img >= 0)
+			close(img);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		snprintf(err, errlen, "%s: '%s' is neither a regular file nor a block device", WHAT,
+			 out->path);
+		close(img);
+		return -1;
+	}
+	/* For the unit tests and for hosts where io_uring misbehaves. */
+	out->no_uring = getenv("MINIVMM_BLK_NO_IO_URING") != NULL;
+	*fd = img;
+	return 0;
+}
+
+/* The parsed options and the open image, until the device takes it over. */
+struct disk {
+	struct blk_options blk; /* first: seccomp_needs reads it */
+	int fd;
+};
+
+/* The parsed options belong to the configuration from here on (cli_free_config frees them). */
+static int blk_parse(const struct option_list *opts, void **parsed, char *err, size_t errlen)
+{
+	struct disk *d = malloc(sizeof(*d));
+	if (!d) {
+		snprintf(err, errlen, "%s: out of memory", WHAT);
+		return -1;
+	}
+	if (blk_options_parse(opts, &d->blk, &d->fd, err, errlen)) {
+		free(d);
+		return -1;
+	}
+	*parsed = d;
+	return 0;
+}
+
+static void blk_free_parsed(void *parsed)
+{
+	struct disk *d = parsed;
+	if (d && d->fd >= 0)
+		close(d->fd);
+	free(d);
+}
+
+static int blk_create(struct virtio_slot *slot, const struct device_env *env, const char *label)
+{
+	struct disk *d = slot->cfg->parsed;
+	int fd = d->fd;
+	d->fd = -1; /* the device's now, even if it fails */
+	slot->model = virtio_blk_create_on(&slot->dev, env->mem, env->loop, label, &d->blk, fd);
+	return slot->model ? 0 : -1;
+}
+
+static void blk_destroy(struct virtio_slot *slot)
+{
+	virtio_blk_destroy(slot->model);
+	slot->model = NULL;
+}
+
+static void blk_seccomp_needs(const void *parsed, struct seccomp_needs *needs)
+{
+	needs->io_uring |= !((const struct disk *)parsed)->blk.no_uring;
+}
+
+const struct device_kind_desc virtio_blk_kind = {
+    .flag = "disk",
+    .label = "virtio-blk",
+    .help = "virtio-blk over a raw image",
+    .options = blk_option_table,
+    .needs_options = true,
+    .parse = blk_parse,
+    .free_parsed = blk_free_parsed,
+    .create = blk_create,
+    .destroy = blk_destroy,
+    .seccomp_needs = blk_seccomp_needs,
+};

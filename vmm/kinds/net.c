@@ -1,0 +1,194 @@
+/* --net: option parsing and the device-kind entry for virtio-net. */
+#include "vmm/kinds/kinds.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devices/net/slirp.h"
+#include "devices/net/tap.h"
+#include "devices/virtio/net.h"
+#include "vmm/device_registry.h"
+#include "vmm/log.h"
+#include "vmm/options.h"
+#include "vmm/seccomp.h"
+#include "vmm/virtio_devices.h"
+
+static struct net_backend *open_tap_or_user(const struct net_options *cfg, struct event_loop *loop,
+					    const struct net_backend_client *client, char *err,
+					    size_t errlen)
+{
+	return cfg->user ? slirp_backend_open(cfg, loop, client, err, errlen)
+			 : tap_backend_open(cfg->tap, loop, client, err, errlen);
+}
+
+static int net_create(struct virtio_slot *slot, const struct device_env *env, const char *label)
+{
+	slot->model = virtio_net_create(&slot->dev, env->mem, env->loop, slot->cfg->parsed, label,
+					open_tap_or_user);
+	return slot->model ? 0 : -1;
+}
+
+static void net_destroy(struct virtio_slot *slot)
+{
+	struct virtio_net *n = slot->model;
+	if (!n)
+		return;
+	struct virtio_net_stats s;
+	virtio_net_stats(n, &s);
+	log_info("%s: tx %llu packets %llu bytes (%llu dropped), rx %llu packets %llu bytes "
+		 "(%llu dropped)",
+		 slot->dev.label, (unsigned long long)s.tx_packets, (unsigned long long)s.tx_bytes,
+		 (unsigned long long)s.tx_dropped, (unsigned long long)s.rx_packets,
+		 (unsigned long long)s.rx_bytes, (unsigned long long)s.rx_dropped);
+	virtio_net_destroy(n);
+	slot->model = NULL;
+}
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+	char extra;
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+		   &extra) != 6)
+		return -1;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	/* A multicast address cannot be a NIC's own. */
+	return (mac[0] & 1) ? -1 : 0;
+}
+
+static int mac_option(const struct option_kv *kv, void *out, const char *what, char *err,
+		      size_t errlen)
+{
+	struct net_options *cfg = out;
+	if (parse_mac(kv->value, cfg->mac)) {
+		snprintf(err, errlen, "%s: invalid mac '%s' (expected a unicast 52:54:00:12:34:56)",
+			 what, kv->value);
+		return -1;
+	}
+	cfg->mac_set = true;
+	return 0;
+}
+
+static int hostfwd_option(const struct option_kv *kv, void *out, const char *what, char *err,
+			  size_t errlen)
+{
+	struct net_options *cfg = out;
+	if (cfg->nr_hostfwd == 8 || strlen(kv->value) >= sizeof(cfg->hostfwd[0])) {
+		snprintf(err, errlen, "%s: too many or too long hostfwd=", what);
+		return -1;
+	}
+	snprintf(cfg->hostfwd[cfg->nr_hostfwd++], sizeof(cfg->hostfwd[0]), "%s", kv->value);
+	return 0;
+}
+
+static const struct option_choice tx_modes[] = {
+    {"bh", NET_TX_BH},
+    {"timer", NET_TX_TIMER},
+    {NULL, 0},
+};
+
+static const struct option_desc net_option_table[] = {
+    {.key = "tap",
+     .type = OPTION_STRING,
+     OPTION_FIELD(struct net_options, tap),
+     .min = 1,
+     .arg = "NAME",
+     .help = "a host tap device (opened, or created when permitted)"},
+    {.key = "user",
+     .type = OPTION_FLAG,
+     OPTION_FIELD(struct net_options, user),
+     .help = "user-mode networking (libslirp) instead of a tap device"},
+    {.key = "mac",
+     .type = OPTION_CUSTOM,
+     .parse = mac_option,
+     .arg = "MAC",
+     .help = "the guest's address (default 52:54:00:12:34:56 plus the index)"},
+    {.key = "tx",
+     .type = OPTION_ENUM,
+     OPTION_FIELD(struct net_options, tx_mode),
+     .choices = tx_modes,
+     .help = "transmit from a bottom half (default) or a timer"},
+    {.key = "tx-burst",
+     .type = OPTION_U32,
+     OPTION_FIELD(struct net_options, tx_burst),
+     .min = 1,
+     .max = 4096,
+     .arg = "N",
+     .help = "packets per transmit run (default 256)"},
+    {.key = "tx-timer",
+     .type = OPTION_U32,
+     OPTION_FIELD(struct net_options, tx_timer_us),
+     .min = 1,
+     .max = 1000000,
+     .arg = "USEC",
+     .help = "tx=timer: delay from kick to flush (default 150)"},
+    {.key = "offload",
+     .type = OPTION_BOOL,
+     OPTION_FIELD(struct net_options, offload),
+     .help = "checksum and segmentation offloads (default on)"},
+    {.key = "hostfwd",
+     .type = OPTION_CUSTOM,
+     .parse = hostfwd_option,
+     .arg = "tcp|udp::HOSTPORT-:GUESTPORT",
+     .help = "user: forward a host port to the guest (up to 8)"},
+    {NULL},
+};
+
+int net_options_parse(const struct option_list *opts, struct net_options *cfg, char *err,
+		      size_t errlen)
+{
+	static const char what[] = "--net";
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->tx_mode = NET_TX_BH;
+	cfg->tx_burst = NET_DEFAULT_TX_BURST;
+	cfg->tx_timer_us = NET_DEFAULT_TX_TIMER_US;
+	cfg->offload = true;
+	if (options_parse(net_option_table, opts, what, "transport=", cfg, err, errlen))
+		return -1;
+	if (cfg->user == !!cfg->tap[0]) {
+		snprintf(err, errlen, "%s: give exactly one backend: tap=NAME or user", what);
+		return -1;
+	}
+	if (cfg->nr_hostfwd && !cfg->user) {
+		snprintf(err, errlen, "%s: hostfwd= needs the user backend", what);
+		return -1;
+	}
+	return 0;
+}
+
+static int net_parse(const struct option_list *opts, void **parsed, char *err, size_t errlen)
+{
+	struct net_options *cfg = malloc(sizeof(*cfg));
+	if (!cfg) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (net_options_parse(opts, cfg, err, errlen) ||
+	    (cfg->user && slirp_validate(cfg, err, errlen))) {
+		free(cfg);
+		return -1;
+	}
+	*parsed = cfg;
+	return 0;
+}
+
+static void net_seccomp_needs(const void *parsed, struct seccomp_needs *needs)
+{
+	const struct net_options *cfg = parsed;
+	needs->user_net |= cfg->user;
+	needs->tap |= !cfg->user;
+}
+
+const struct device_kind_desc virtio_net_kind = {
+    .flag = "net",
+    .label = "virtio-net",
+    .help = "virtio-net on a tap device or user-mode networking (libslirp)",
+    .options = net_option_table,
+    .needs_options = true,
+    .parse = net_parse,
+    .create = net_create,
+    .destroy = net_destroy,
+    .seccomp_needs = net_seccomp_needs,
+};
