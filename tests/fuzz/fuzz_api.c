@@ -42,6 +42,7 @@
 #include "vmm/api.h"
 #include "vmm/config.h"
 #include "vmm/json.h"
+#include "vmm/kinds/kinds.h"
 #include "vmm/log.h"
 #include "vmm/virtio_devices.h"
 #include "vmm/vm.h"
@@ -135,7 +136,7 @@ static void check_response(const char *r, bool now, bool balloon)
 			abort();
 		if (!now)
 			return;
-		virtio_balloon_get_info(virtio_balloon_of(&devs.slots[devs.nr - 1]), &bi);
+		virtio_balloon_get_info(devs.slots[devs.nr - 1].model, &bi);
 		if ((uint64_t)bi.target_pages !=
 		    (uint64_t)m->num * ((1u << 20) / BALLOON_PAGE_SIZE))
 			abort();
