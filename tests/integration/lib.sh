@@ -44,6 +44,40 @@ run_vmm() {
 	fi
 }
 
+# run_vmm_bg [--fifo] NAME ARGS...: minivmm in the background, console in $TEST_TMP/NAME.out,
+# stderr in NAME.err; sets VMM_PID and kills it at exit. Stdin is /dev/null, or with --fifo the
+# FIFO $TEST_TMP/NAME.in, held open for writing on fd 3 (write to >&3 to type on the console).
+# VMM_WRAPPER (an array, default empty) is a command that execs the VMM (ip netns exec NS).
+run_vmm_bg() {
+	local in=/dev/null
+	if [ "$1" = --fifo ]; then
+		shift
+		in=$TEST_TMP/$1.in
+		mkfifo "$in"
+	fi
+	local name=$1
+	shift
+	# A simple command in the background: $! is the VMM itself (no subshell in between).
+	${VMM_WRAPPER[@]+"${VMM_WRAPPER[@]}"} "$MINIVMM" "$@" <"$in" >"$TEST_TMP/$name.out" \
+		2>"$TEST_TMP/$name.err" &
+	VMM_PID=$!
+	on_exit "kill -9 $VMM_PID 2>/dev/null"
+	# The VMM opens its console input once a writer is there.
+	[ "$in" = /dev/null ] || exec 3>"$in"
+}
+
+# wait_vmm NAME TIMEOUT: wait (at most TIMEOUT seconds) for the background VMM to exit; sets
+# VMM_STATUS and closes fd 3.
+wait_vmm() {
+	if ! timeout "$2" tail -s 0.1 --pid="$VMM_PID" -f /dev/null; then
+		show "$1"
+		fail "$1: the VMM did not finish within ${2}s"
+	fi
+	VMM_STATUS=0
+	wait "$VMM_PID" || VMM_STATUS=$?
+	exec 3>&-
+}
+
 show() {
 	echo "--- $1: serial console ---" >&2
 	tail -n 40 "$TEST_TMP/$1.out" >&2

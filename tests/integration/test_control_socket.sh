@@ -14,15 +14,9 @@ ctl() { "$MINIVMM" ctl --sock "$sock" "$@"; }
 # raw TEXT: send TEXT as-is on one connection and print what comes back.
 raw() { printf '%b' "$1" | timeout 10 socat -t 2 - "UNIX-CONNECT:$sock"; }
 
-fifo=$TEST_TMP/console-in
-mkfifo "$fifo"
-"$MINIVMM" --kernel "$FW/probe.elf" --cpus 2 --rng,transport=mmio --api-sock "$sock" \
-	--cmdline "test=boot expect.cpus=2 hold=serial" <"$fifo" >"$TEST_TMP/vm.out" \
-	2>"$TEST_TMP/vm.err" &
-VMM_PID=$!
+run_vmm_bg --fifo vm --kernel "$FW/probe.elf" --cpus 2 --rng,transport=mmio --api-sock "$sock" \
+	--cmdline "test=boot expect.cpus=2 hold=serial"
 pid=$VMM_PID
-on_exit "kill -9 $pid 2>/dev/null"
-exec 3>"$fifo"
 wait_line vm out '^probe: holding'
 [ -S "$sock" ] || fail "no socket at $sock"
 
@@ -205,10 +199,7 @@ ctl status >/dev/null || fail "the first VMM lost its socket"
 # shutdown, of a paused VM: exit status 0, the socket file is gone.
 ctl pause >/dev/null || fail "second pause failed"
 out=$(ctl shutdown) || fail "shutdown failed: $out"
-VMM_STATUS=0
-timeout 20 tail --pid=$pid -f /dev/null || fail "the VMM did not stop after shutdown"
-wait $pid || VMM_STATUS=$?
-exec 3>&-
+wait_vmm vm 20
 expect_status vm 0
 [ -e "$sock" ] && fail "socket file left behind after exit"
 

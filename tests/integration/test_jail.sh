@@ -21,18 +21,13 @@ chown 65534:65534 "$sockdir"
 sock=$sockdir/vm.sock
 disk=$TEST_TMP/disk.img
 truncate -s 16M "$disk"
-fifo=$TEST_TMP/console-in
-mkfifo "$fifo"
 # LeakSanitizer (sanitizer builds) reads /proc/PID/task at exit, which the jail lacks; the same
 # run unjailed (test_sandbox.sh) keeps the leak check.
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-	"$MINIVMM" --kernel "$FW/probe.bzImage" --cpus 2 --memory 256M --populate \
+	run_vmm_bg --fifo vm --kernel "$FW/probe.bzImage" --cpus 2 --memory 256M --populate \
 	--net user,transport=mmio --disk "path=$disk" --rng --balloon --api-sock "$sock" \
-	--jail "$jail,uid=65534,gid=65534" \
-	--cmdline "test=demo hold=serial" <"$fifo" >"$TEST_TMP/vm.out" 2>"$TEST_TMP/vm.err" &
-pid=$!
-on_exit "kill -9 $pid 2>/dev/null"
-exec 3>"$fifo"
+	--jail "$jail,uid=65534,gid=65534" --cmdline "test=demo hold=serial"
+pid=$VMM_PID
 for _ in $(seq 600); do
 	grep -q '^probe: holding' "$TEST_TMP/vm.out" && break
 	kill -0 $pid 2>/dev/null || break
@@ -54,10 +49,7 @@ out=$("$MINIVMM" ctl --sock "$sock" status) || fail "status through the jailed s
 grep -q '"ok":true' <<<"$out" || fail "status: $out"
 
 printf x >&3 # release the hold
-VMM_STATUS=0
-timeout 20 tail --pid=$pid -f /dev/null || fail "the VMM did not stop"
-wait $pid || VMM_STATUS=$?
-exec 3>&-
+wait_vmm vm 20
 expect_probe_pass vm
 [ ! -e "$sock" ] || fail "the control socket was left behind"
 [ -z "$(ls -A "$jail")" ] || fail "the jail is no longer empty: $(ls -A "$jail")"

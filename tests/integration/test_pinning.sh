@@ -12,14 +12,10 @@ inherited=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
 [ "$inherited" != 0 ] && [ "$inherited" != "$last" ] ||
 	skip "this test runs pinned to CPU $inherited: pinning could not be told from the default"
 
-fifo=$TEST_TMP/console-in
-mkfifo "$fifo"
-"$MINIVMM" --kernel "$FW/probe.elf" --cpus 2 --pin "0=$last,1=0" \
-	--cmdline "test=boot expect.cpus=2 hold=serial" <"$fifo" >"$TEST_TMP/pin.out" \
-	2>"$TEST_TMP/pin.err" &
-pid=$!
-on_exit "kill -9 $pid 2>/dev/null"
-exec 3>"$fifo" # keep the console input open until we choose to send the byte
+# The console input is held open on fd 3 until we choose to send the byte.
+run_vmm_bg --fifo pin --kernel "$FW/probe.elf" --cpus 2 --pin "0=$last,1=0" \
+	--cmdline "test=boot expect.cpus=2 hold=serial"
+pid=$VMM_PID
 
 # Wait (bounded) for the guest to report that it holds: every vCPU has run by then.
 for _ in $(seq 600); do
@@ -43,8 +39,6 @@ main=$(allowed "$pid")
 [ "$main" = "$inherited" ] || fail "the main thread may run on '$main', expected '$inherited'"
 
 printf 'x' >&3
-exec 3>&-
-VMM_STATUS=0
-wait $pid || VMM_STATUS=$?
+wait_vmm pin 30
 expect_probe_pass pin
 exit 0

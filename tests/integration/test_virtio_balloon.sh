@@ -14,14 +14,13 @@ ctl() { "$MINIVMM" ctl --sock "$sock" "$@"; }
 
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$VMM_PID/status"; }
 
-# start NAME BALLOON-OPTIONS GUEST-WORDS [CONSOLE-INPUT]: the VMM in the background, console
-# in NAME.out; guest RAM is $VM_MEM (default 512M).
+# start [--fifo] NAME BALLOON-OPTIONS GUEST-WORDS: the VMM in the background (run_vmm_bg),
+# console in NAME.out; guest RAM is $VM_MEM (default 512M).
 start() {
-	"$MINIVMM" --kernel "$FW/probe.elf" --memory "${VM_MEM:-512M}" "--balloon$2" \
-		--api-sock "$sock" --cmdline "test=balloon balloon.timeout=120 $3" \
-		<"${4:-/dev/null}" >"$TEST_TMP/$1.out" 2>"$TEST_TMP/$1.err" &
-	VMM_PID=$!
-	on_exit "kill -9 $VMM_PID 2>/dev/null"
+	local fifo=()
+	[ "$1" = --fifo ] && { fifo=(--fifo); shift; }
+	run_vmm_bg "${fifo[@]}" "$1" --kernel "$FW/probe.elf" --memory "${VM_MEM:-512M}" \
+		"--balloon$2" --api-sock "$sock" --cmdline "test=balloon balloon.timeout=120 $3"
 }
 
 # json_num JSON KEY: the first integer value of KEY.
@@ -32,11 +31,8 @@ json_num() { sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" <<<"$1"; }
 # the free RAM, started by a byte on the console; the balloon is brought to 128 MiB and the
 # probe waits. Sets before (RSS in KiB with the balloon at 128 MiB).
 oom_start() {
-	local fifo=$TEST_TMP/$1.in
-	mkfifo "$fifo"
-	VM_MEM=256M start "$1" "$2" \
-		"balloon.touch_mib=232 balloon.oom=64 balloon.oom_start=serial" "$fifo"
-	exec 3>"$fifo" # the VMM opens its console input once a writer is there
+	VM_MEM=256M start --fifo "$1" "$2" \
+		"balloon.touch_mib=232 balloon.oom=64 balloon.oom_start=serial"
 	wait_line "$1" out '^probe: balloon ready touched_mib=232'
 	ctl balloon-set 0 >/dev/null || fail "$1: balloon-set 0" # stop pre-faulting
 	out=$(ctl balloon-set 128) || fail "$1: balloon-set 128: $out"
@@ -58,9 +54,7 @@ oom_end() {
 }
 
 finish() {
-	VMM_STATUS=0
-	timeout 30 tail -s 0.1 --pid=$VMM_PID -f /dev/null || fail "$1: the VMM did not finish"
-	wait $VMM_PID || VMM_STATUS=$?
+	wait_vmm "$1" 30
 	expect_probe_pass "$1"
 	[ -e "$sock" ] && fail "$1: socket file left behind"
 	return 0

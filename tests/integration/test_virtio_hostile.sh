@@ -12,15 +12,9 @@ source "$(dirname "$0")/lib.sh"
 for transport in mmio pci; do
 	name=hostile-$transport
 	sock=$TEST_TMP/$name.sock
-	fifo=$TEST_TMP/$name.in
-	mkfifo "$fifo"
-	"$MINIVMM" --kernel "$FW/probe.elf" --cpus 2 --rng,transport=$transport \
+	run_vmm_bg --fifo "$name" --kernel "$FW/probe.elf" --cpus 2 --rng,transport=$transport \
 		--rng,transport=$transport --balloon,transport=$transport --api-sock "$sock" \
-		--cmdline "test=hostile hold=serial" <"$fifo" >"$TEST_TMP/$name.out" \
-		2>"$TEST_TMP/$name.err" &
-	VMM_PID=$!
-	on_exit "kill -9 $VMM_PID 2>/dev/null"
-	exec 3>"$fifo" # the VMM opens its console input once a writer is there
+		--cmdline "test=hostile hold=serial"
 	wait_line "$name" out '^probe: holding' 600
 	for c in loop past-ram overflow; do
 		expect_line "$name" out "^probe: hostile case=$c needs_reset=1"
@@ -48,9 +42,7 @@ for transport in mmio pci; do
 
 	echo >&3 # release the probe
 	exec 3>&-
-	timeout 30 tail -s 0.1 --pid=$VMM_PID -f /dev/null || fail "$name: the VMM did not finish"
-	VMM_STATUS=0
-	wait $VMM_PID || VMM_STATUS=$?
+	wait_vmm "$name" 30
 	expect_probe_pass "$name"
 	# minivmm says what the guest did wrong, naming the device.
 	expect_line "$name" err 'virtio-rng0: guest driver error: .*(loop|exceeds)'

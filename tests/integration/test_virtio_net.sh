@@ -17,14 +17,13 @@ netns_tap "$NS" mvt0 10.0.2.1/24
 netns_tap "$NS" mvt1 10.0.3.1/24
 PROBE_NET="net.ip=10.0.2.15/24 net.peer=10.0.2.1"
 
-# start_vmm NAME ARGS...: minivmm in the namespace, in the background; VMM_PID.
+# start_vmm NAME ARGS...: minivmm in the namespace, in the background (run_vmm_bg; ip netns
+# exec execs the VMM, so VMM_PID is the VMM itself).
 start_vmm() {
 	local name=$1
 	shift
-	# ip netns exec execs the VMM: $! is the VMM itself (a shell function would be a subshell).
-	ip netns exec "$NS" "$MINIVMM" --kernel "$FW/probe.elf" "$@" </dev/null \
-		>"$TEST_TMP/$name.out" 2>"$TEST_TMP/$name.err" &
-	VMM_PID=$!
+	local VMM_WRAPPER=(ip netns exec "$NS")
+	run_vmm_bg "$name" --kernel "$FW/probe.elf" "$@"
 }
 
 # stop_vmm NAME: SIGTERM ends the VMM with 128 + 15; anything else (it died before) fails.
@@ -35,10 +34,9 @@ stop_vmm() {
 	expect_status "$1" 143
 }
 
-# wait_vmm NAME: a background VMM whose guest ends by itself; its status must be the PASS one.
-wait_vmm() {
-	VMM_STATUS=0
-	wait "$VMM_PID" || VMM_STATUS=$?
+# finish_vmm NAME: a background VMM whose guest ends by itself; its status must be the PASS one.
+finish_vmm() {
+	wait_vmm "$1" 120
 	expect_status "$1" 0
 }
 
@@ -138,7 +136,7 @@ start_vmm "$name" --net tap=mvt0,transport=mmio \
 	--cmdline "test=udp_sink net.secs=1 $PROBE_NET"
 wait_line "$name" out '^probe: net transport='
 netns_exec "$NS" "$UDPPERF" send --dest 10.0.2.15 --port 9000 --size 1000 --secs 3 >/dev/null
-wait_vmm "$name"
+finish_vmm "$name"
 expect_line "$name" out '^probe: udp_sink msgs=[1-9]'
 expect_line "$name" out '^probe: PASS'
 expect_line "$name" out 'rx_bad=0 '
@@ -191,7 +189,7 @@ start_vmm "$name" --net tap=mvt1,transport=pci \
 wait_line "$name" out '^probe: bulk_recv ready'
 netns_exec "$NS" "$UDPPERF" bulk-send --dest 10.0.3.15 --port 9000 >"$TEST_TMP/$name.host" ||
 	{ cat "$TEST_TMP/$name.host"; show "$name"; fail "$name: udpperf bulk-send failed"; }
-wait_vmm "$name"
+finish_vmm "$name"
 expect_line "$name" out '^probe: bulk_recv mib=64 datagrams=65536 .*corrupt=0 .*crc32=[0-9a-f]{8} ok$'
 expect_line "$name" out '^probe: PASS'
 expect_line "$name" out 'rx_bad=0 '
