@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "arch/x86/aml.h"
-#include "arch/x86/byteorder.h"
+#include "vmm/byteorder.h"
 #include "arch/x86/dsdt.h"
 #include "arch/x86/layout.h"
 #include "devices/acpi_sleep.h"

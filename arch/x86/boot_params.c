@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "arch/x86/byteorder.h"
+#include "vmm/byteorder.h"
 #include "arch/x86/bzimage.h"
 #include "arch/x86/cmdline.h"
 #include "arch/x86/e820.h"

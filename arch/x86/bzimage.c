@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "arch/x86/byteorder.h"
+#include "vmm/byteorder.h"
 #include "arch/x86/layout.h"
 
 /* Last field we read is init_size (protocol 2.10+); the header must reach past it. */

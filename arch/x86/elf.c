@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "arch/x86/byteorder.h"
+#include "vmm/byteorder.h"
 #include "arch/x86/layout.h"
 
 /* One program header, widened to 64 bits whatever the ELF class. */

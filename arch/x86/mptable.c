@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "arch/x86/byteorder.h"
+#include "vmm/byteorder.h"
 #include "arch/x86/layout.h"
 
 #define MP_SPEC_REV	 4 /* 1.4 */

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "arch/x86/byteorder.h"
+#include "vmm/byteorder.h"
 #include "arch/x86/cmdline.h"
 #include "arch/x86/e820.h"
 #include "arch/x86/initrd.h"

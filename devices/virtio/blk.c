@@ -13,7 +13,6 @@
  * (it needs dev->lock); when it gets the lock it finds nothing left. */
 #include "blk.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -24,6 +23,7 @@
 #include <unistd.h>
 
 #include "devices/virtio/blk_io.h"
+#include "vmm/byteorder.h"
 #include "vmm/event_loop.h"
 #include "vmm/log.h"
 
@@ -103,38 +103,6 @@ struct virtio_blk {
 	char serial[VIRTIO_BLK_ID_BYTES];
 	uint8_t config[BLK_CONFIG_SIZE];
 };
-
-static void put_le16(uint8_t *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, 2);
-}
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint32_t get_le32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
 
 /* Copy len bytes starting skip bytes into an iovec array out to dst. */
 static void iov_read(const struct iovec *iov, unsigned n, size_t skip, void *dst, size_t len)

@@ -29,6 +29,7 @@
 #include "arch/x86/pvh.h"
 #include "arch/x86/initrd.h"
 #include "arch/x86/layout.h"
+#include "vmm/byteorder.h"
 
 #define HDR_SIZE    24
 #define CMDLINE_CAP 512
@@ -37,19 +38,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static uint32_t le32_at(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static bool in_ram(const struct guest_mem *mem, uint64_t gpa, uint64_t len)
 {
 	return guest_mem_ptr(mem, gpa, len ? len : 1) != NULL;
-}
-
-static uint64_t le64_at(const uint8_t *p)
-{
-	return le32_at(p) | (uint64_t)le32_at(p + 4) << 32;
 }
 
 /* What the loaders promise the kernel after a successful load. */
@@ -62,52 +53,53 @@ static void check_tables(const struct guest_mem *mem, const struct boot_entry *e
 	uint64_t ird = e->initrd_addr, isize = e->initrd_size;
 	if (e->protocol == BOOT_PVH) {
 		const uint8_t *si = guest_mem_ptr(mem, PVH_START_INFO_ADDR, HVM_START_INFO_SIZE);
-		if (!si || le32_at(si + HSI_OFF_MAGIC) != HVM_START_MAGIC_VALUE ||
-		    le64_at(si + HSI_OFF_CMDLINE_PADDR) != CMDLINE_ADDR ||
-		    le32_at(si + HSI_OFF_NR_MODULES) != (ird ? 1 : 0))
+		if (!si || get_le32(si + HSI_OFF_MAGIC) != HVM_START_MAGIC_VALUE ||
+		    get_le64(si + HSI_OFF_CMDLINE_PADDR) != CMDLINE_ADDR ||
+		    get_le32(si + HSI_OFF_NR_MODULES) != (ird ? 1 : 0))
 			abort();
 		if (ird) {
-			const uint8_t *mod = guest_mem_ptr(mem, le64_at(si + HSI_OFF_MODLIST_PADDR),
-							   HVM_MODLIST_ENTRY_SZ);
-			if (!mod || le64_at(mod) != ird || le64_at(mod + 8) != isize)
+			const uint8_t *mod = guest_mem_ptr(
+			    mem, get_le64(si + HSI_OFF_MODLIST_PADDR), HVM_MODLIST_ENTRY_SZ);
+			if (!mod || get_le64(mod) != ird || get_le64(mod + 8) != isize)
 				abort();
 		}
-		uint32_t n = le32_at(si + HSI_OFF_MEMMAP_ENTRIES);
-		const uint8_t *mm = guest_mem_ptr(mem, le64_at(si + HSI_OFF_MEMMAP_PADDR),
+		uint32_t n = get_le32(si + HSI_OFF_MEMMAP_ENTRIES);
+		const uint8_t *mm = guest_mem_ptr(mem, get_le64(si + HSI_OFF_MEMMAP_PADDR),
 						  (uint64_t)n * HVM_MEMMAP_ENTRY_SZ);
 		if (!n || n > E820_MAX_ENTRIES || !mm)
 			abort();
 		for (uint32_t i = 0; i < n; i++) {
 			const uint8_t *m = mm + i * HVM_MEMMAP_ENTRY_SZ;
-			if (le32_at(m + 16) == E820_RAM && !in_ram(mem, le64_at(m), le64_at(m + 8)))
+			if (get_le32(m + 16) == E820_RAM &&
+			    !in_ram(mem, get_le64(m), get_le64(m + 8)))
 				abort();
 		}
 		return;
 	}
 	const uint8_t *bp = guest_mem_ptr(mem, ZERO_PAGE_ADDR, BP_SIZE);
-	if (!bp || le32_at(bp + BZ_OFF_CMD_LINE_PTR) != CMDLINE_ADDR ||
-	    le32_at(bp + BZ_OFF_RAMDISK_IMAGE) != (uint32_t)ird ||
-	    le32_at(bp + BP_OFF_EXT_RAMDISK_IMAGE) != (uint32_t)(ird >> 32) ||
-	    le32_at(bp + BZ_OFF_RAMDISK_SIZE) != (uint32_t)isize ||
-	    le32_at(bp + BP_OFF_EXT_RAMDISK_SIZE) != (uint32_t)(isize >> 32))
+	if (!bp || get_le32(bp + BZ_OFF_CMD_LINE_PTR) != CMDLINE_ADDR ||
+	    get_le32(bp + BZ_OFF_RAMDISK_IMAGE) != (uint32_t)ird ||
+	    get_le32(bp + BP_OFF_EXT_RAMDISK_IMAGE) != (uint32_t)(ird >> 32) ||
+	    get_le32(bp + BZ_OFF_RAMDISK_SIZE) != (uint32_t)isize ||
+	    get_le32(bp + BP_OFF_EXT_RAMDISK_SIZE) != (uint32_t)(isize >> 32))
 		abort();
 	unsigned n = bp[BP_OFF_E820_ENTRIES];
 	if (!n || n > E820_MAX_ENTRIES)
 		abort();
 	for (unsigned i = 0; i < n; i++) {
 		const uint8_t *m = bp + BP_OFF_E820_TABLE + i * BP_E820_ENTRY_SIZE;
-		if (le32_at(m + 16) == E820_RAM && !in_ram(mem, le64_at(m), le64_at(m + 8)))
+		if (get_le32(m + 16) == E820_RAM && !in_ram(mem, get_le64(m), get_le64(m + 8)))
 			abort();
 	}
-	uint64_t sd = le64_at(bp + BZ_OFF_SETUP_DATA);
+	uint64_t sd = get_le64(bp + BZ_OFF_SETUP_DATA);
 	if (!dtb) {
 		if (sd)
 			abort(); /* nothing from the image's own header */
 		return;
 	}
 	const uint8_t *h = guest_mem_ptr(mem, sd, SETUP_DATA_HDR_SZ + dtb_size);
-	if (!h || le64_at(h) != 0 || le32_at(h + 8) != SETUP_DTB || le32_at(h + 12) != dtb_size ||
-	    memcmp(h + SETUP_DATA_HDR_SZ, dtb, dtb_size))
+	if (!h || get_le64(h) != 0 || get_le32(h + 8) != SETUP_DTB ||
+	    get_le32(h + 12) != dtb_size || memcmp(h + SETUP_DATA_HDR_SZ, dtb, dtb_size))
 		abort();
 }
 
@@ -138,10 +130,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct guest_mem mem;
 	guest_mem_init_with(&mem, ram, ram_size);
 
-	uint32_t initrd_size = le32_at(data + 2) % (INITRD_MAX + 1);
+	uint32_t initrd_size = get_le32(data + 2) % (INITRD_MAX + 1);
 	size_t cmdline_len = (size_t)(data[6] | data[7] << 8);
 	size_t dtb_size = (size_t)(data[8] | data[9] << 8) << (data[10] % 8);
-	uint32_t place_end = le32_at(data + 16), place_max = le32_at(data + 20);
+	uint32_t place_end = get_le32(data + 16), place_max = get_le32(data + 20);
 	data += HDR_SIZE;
 	size -= HDR_SIZE;
 

@@ -13,15 +13,11 @@
 #include <string.h>
 
 #include "devices/virtio/virtqueue.h"
+#include "vmm/byteorder.h"
 #include "vmm/guest_mem.h"
 
 #define HDR_SIZE 32
 #define NR_OPS	 16
-
-static uint32_t le32_at(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 /* Everything a successful pop hands out must lie inside guest RAM and add up. */
 static void check_iovecs(const struct iovec *iov, unsigned n, size_t total, const uint8_t *ram,
@@ -84,9 +80,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t flags = data[2];
 	struct virtqueue vq = {
 	    .size = (flags & 4) ? qsize : (uint16_t)(1u << (qsize % 11)),
-	    .desc_gpa = le32_at(data + 4),
-	    .avail_gpa = le32_at(data + 8),
-	    .used_gpa = le32_at(data + 12),
+	    .desc_gpa = get_le32(data + 4),
+	    .avail_gpa = get_le32(data + 8),
+	    .used_gpa = get_le32(data + 12),
 	    .indirect = flags & 1,
 	    .event_idx = flags & 2,
 	};
@@ -131,9 +127,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 7:
 			virtqueue_reset(&vq);
-			vq.desc_gpa = le32_at(data + 4);
-			vq.avail_gpa = le32_at(data + 8);
-			vq.used_gpa = le32_at(data + 12);
+			vq.desc_gpa = get_le32(data + 4);
+			vq.avail_gpa = get_le32(data + 8);
+			vq.used_gpa = get_le32(data + 12);
 			if (virtqueue_enable(&vq, &mem, err, sizeof(err)) < 0)
 				goto out;
 			break;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "arch/x86/aml.h"
-#include "arch/x86/byteorder.h"
+#include "vmm/byteorder.h"
 #include "arch/x86/dsdt.h"
 
 static uint8_t buf[16384];

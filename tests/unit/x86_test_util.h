@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "arch/x86/byteorder.h"
+#include "vmm/byteorder.h"
 #include "arch/x86/bzimage.h"
 #include "vmm/guest_mem.h"
 

@@ -1,6 +1,6 @@
 /* Little-endian field access for on-disk and in-guest structures (no alignment assumptions). */
-#ifndef MINIVMM_X86_BYTEORDER_H
-#define MINIVMM_X86_BYTEORDER_H
+#ifndef MINIVMM_BYTEORDER_H
+#define MINIVMM_BYTEORDER_H
 
 #include <stdint.h>
 
