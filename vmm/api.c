@@ -81,10 +81,8 @@ char *api_error_response(const char *msg)
 	struct json_writer w;
 	json_writer_init(&w);
 	json_begin_object(&w);
-	json_key(&w, "ok");
-	json_bool(&w, false);
-	json_key(&w, "error");
-	json_string(&w, msg);
+	json_member_bool(&w, "ok", false);
+	json_member_string(&w, "error", msg);
 	json_end_object(&w);
 	return json_writer_finish(&w, NULL);
 }
@@ -144,15 +142,13 @@ static char *status_response(struct vm *vm)
 	struct json_writer w;
 	json_writer_init(&w);
 	json_begin_object(&w);
-	json_key(&w, "ok");
-	json_bool(&w, true);
+	json_member_bool(&w, "ok", true);
 	int paused = 0;
 	for (int i = 0; i < vm->nr_vcpus; i++)
 		paused += vcpu_is_paused(vm, i);
-	json_key(&w, "state");
-	json_string(&w, vm_is_stopping(vm) ? "stopping" : paused ? "paused" : "running");
-	json_key(&w, "memory_mib");
-	json_uint(&w, vm->cfg->memory_bytes >> 20);
+	const char *state = vm_is_stopping(vm) ? "stopping" : paused ? "paused" : "running";
+	json_member_string(&w, "state", state);
+	json_member_uint(&w, "memory_mib", vm->cfg->memory_bytes >> 20);
 	status_vcpus(&w, vm);
 	json_key(&w, "devices");
 	json_begin_array(&w);
@@ -164,18 +160,13 @@ static char *status_response(struct vm *vm)
 		uint64_t kicks = dev->kicks, wakeups = dev->notifications, irqs = dev->interrupts;
 		pthread_mutex_unlock(&dev->lock);
 		json_begin_object(&w);
-		json_key(&w, "label");
-		json_string(&w, dev->label);
-		json_key(&w, "transport");
-		json_string(&w, slot->cfg->transport == TRANSPORT_MMIO ? "mmio" : "pci");
-		json_key(&w, "kicks");
-		json_uint(&w, kicks);
-		json_key(&w, "wakeups");
-		json_uint(&w, wakeups);
-		json_key(&w, "interrupts");
-		json_uint(&w, irqs);
-		json_key(&w, "needs_reset");
-		json_bool(&w, needs_reset);
+		json_member_string(&w, "label", dev->label);
+		json_member_string(&w, "transport",
+				   slot->cfg->transport == TRANSPORT_MMIO ? "mmio" : "pci");
+		json_member_uint(&w, "kicks", kicks);
+		json_member_uint(&w, "wakeups", wakeups);
+		json_member_uint(&w, "interrupts", irqs);
+		json_member_bool(&w, "needs_reset", needs_reset);
 		json_end_object(&w);
 	}
 	json_end_array(&w);
@@ -193,12 +184,9 @@ char *api_ok_response(const char *key, int64_t value)
 	struct json_writer w;
 	json_writer_init(&w);
 	json_begin_object(&w);
-	json_key(&w, "ok");
-	json_bool(&w, true);
-	if (key) {
-		json_key(&w, key);
-		json_int(&w, value);
-	}
+	json_member_bool(&w, "ok", true);
+	if (key)
+		json_member_int(&w, key, value);
 	json_end_object(&w);
 	return json_writer_finish(&w, NULL);
 }

@@ -41,8 +41,7 @@ static char *build_request(int argc, char **argv)
 	struct json_writer w;
 	json_writer_init(&w);
 	json_begin_object(&w);
-	json_key(&w, "cmd");
-	json_string(&w, cmd);
+	json_member_string(&w, "cmd", cmd);
 	if (want) {
 		char *end;
 		errno = 0;
@@ -52,8 +51,7 @@ static char *build_request(int argc, char **argv)
 			json_writer_free(&w);
 			return NULL;
 		}
-		json_key(&w, "mib");
-		json_int(&w, mib);
+		json_member_int(&w, "mib", mib);
 	}
 	json_end_object(&w);
 	return json_writer_finish(&w, NULL);

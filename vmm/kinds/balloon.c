@@ -88,8 +88,7 @@ static void balloon_status(struct virtio_slot *slot, struct json_writer *w)
 	for (unsigned t = 0; t < BALLOON_NR_STATS; t++) {
 		if (!(bi.stats_valid & 1u << t))
 			continue;
-		json_key(w, virtio_balloon_stat_name(t));
-		json_uint(w, bi.stats[t]);
+		json_member_uint(w, virtio_balloon_stat_name(t), bi.stats[t]);
 	}
 	json_end_object(w);
 	json_end_object(w);
