@@ -284,8 +284,6 @@ void cli_usage(void)
 	for (int i = 0; device_kinds[i]; i++)
 		device_kind_usage(device_kinds[i]);
 	printf(
-	    "  (--net user: hostfwd=tcp|udp:[ADDR]:HOSTPORT-:GUESTPORT, repeatable; ADDR is the\n"
-	    "  host address to listen on, default all, e.g. hostfwd=tcp::2222-:22)\n"
 	    "  --io-pin CPULIST       pin the I/O thread (device emulation) to host CPUs\n"
 	    "\n"
 	    "Machine description:\n"

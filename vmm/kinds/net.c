@@ -131,8 +131,10 @@ static const struct option_desc net_option_table[] = {
     {.key = "hostfwd",
      .type = OPTION_CUSTOM,
      .parse = hostfwd_option,
-     .arg = "tcp|udp::HOSTPORT-:GUESTPORT",
-     .help = "user: forward a host port to the guest (up to 8)"},
+     .arg = "tcp|udp:[ADDR]:HOSTPORT-:GUESTPORT",
+     .help = "user: forward HOSTPORT on the host's IPv4 ADDR (default all) to\n"
+	     "GUESTPORT on the guest's 10.0.2.15 (no guest address; repeatable, up to\n"
+	     "8), e.g. hostfwd=tcp::2222-:22"},
     {NULL},
 };
 
