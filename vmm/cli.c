@@ -361,32 +361,33 @@ static void rewrite_device_options(int argc, char **argv)
 	}
 }
 
-enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *err, size_t errlen)
+static const struct option base_opts[] = {
+    {"kernel", required_argument, NULL, OPT_KERNEL},
+    {"boot", required_argument, NULL, OPT_BOOT},
+    {"initrd", required_argument, NULL, OPT_INITRD},
+    {"cmdline", required_argument, NULL, OPT_CMDLINE},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"populate", no_argument, NULL, OPT_POPULATE},
+    {"no-populate", no_argument, NULL, OPT_NO_POPULATE},
+    {"cpus", required_argument, NULL, OPT_CPUS},
+    {"pin", required_argument, NULL, OPT_PIN},
+    {"console", required_argument, NULL, OPT_CONSOLE},
+    {"io-pin", required_argument, NULL, OPT_IO_PIN},
+    {"dump-dtb", required_argument, NULL, OPT_DUMP_DTB},
+    {"dtb", no_argument, NULL, OPT_DTB},
+    {"api-sock", required_argument, NULL, OPT_API_SOCK},
+    {"seccomp", required_argument, NULL, OPT_SECCOMP},
+    {"jail", required_argument, NULL, OPT_JAIL},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+};
+#define NR_BASE_OPTS (sizeof(base_opts) / sizeof(base_opts[0]))
+
+/* getopt_long's table: the fixed flags, then one per device kind, then the terminator. */
+static void long_options(struct option opts[NR_BASE_OPTS + MAX_DEVICE_KINDS + 1])
 {
-	static const struct option base_opts[] = {
-	    {"kernel", required_argument, NULL, OPT_KERNEL},
-	    {"boot", required_argument, NULL, OPT_BOOT},
-	    {"initrd", required_argument, NULL, OPT_INITRD},
-	    {"cmdline", required_argument, NULL, OPT_CMDLINE},
-	    {"memory", required_argument, NULL, OPT_MEMORY},
-	    {"populate", no_argument, NULL, OPT_POPULATE},
-	    {"no-populate", no_argument, NULL, OPT_NO_POPULATE},
-	    {"cpus", required_argument, NULL, OPT_CPUS},
-	    {"pin", required_argument, NULL, OPT_PIN},
-	    {"console", required_argument, NULL, OPT_CONSOLE},
-	    {"io-pin", required_argument, NULL, OPT_IO_PIN},
-	    {"dump-dtb", required_argument, NULL, OPT_DUMP_DTB},
-	    {"dtb", no_argument, NULL, OPT_DTB},
-	    {"api-sock", required_argument, NULL, OPT_API_SOCK},
-	    {"seccomp", required_argument, NULL, OPT_SECCOMP},
-	    {"jail", required_argument, NULL, OPT_JAIL},
-	    {"quiet", no_argument, NULL, OPT_QUIET},
-	    {"help", no_argument, NULL, OPT_HELP},
-	    {"version", no_argument, NULL, OPT_VERSION},
-	};
-	/* The fixed flags, then one per device kind, then the terminator. */
-	struct option opts[sizeof(base_opts) / sizeof(base_opts[0]) + MAX_DEVICE_KINDS + 1];
-	size_t nopts = sizeof(base_opts) / sizeof(base_opts[0]);
+	size_t nopts = NR_BASE_OPTS;
 	memcpy(opts, base_opts, sizeof(base_opts));
 	for (int i = 0; device_kinds[i] && i < MAX_DEVICE_KINDS; i++)
 		opts[nopts++] = (struct option){device_kinds[i]->flag,
@@ -394,6 +395,10 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 									       : optional_argument,
 						NULL, OPT_DEVICE_BASE + i};
 	opts[nopts] = (struct option){NULL, 0, NULL, 0};
+}
+
+static void config_defaults(struct vm_config *cfg)
+{
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->cmdline = "";
 	cfg->memory_bytes = 256ULL << 20;
@@ -401,6 +406,171 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 	cfg->populate = false; /* pre-faulting competes with the guest's I/O: opt in */
 	cfg->seccomp = seccomp_default_on();
 	cfg->console = CONSOLE_STDIO;
+}
+
+static int parse_boot(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
+{
+	if (!strcmp(arg, "linux64"))
+		cfg->protocol = BOOT_LINUX64;
+	else if (!strcmp(arg, "pvh"))
+		cfg->protocol = BOOT_PVH;
+	else
+		return fail(err, errlen, "invalid --boot '%s' (expected linux64 or pvh)", arg);
+	return 0;
+}
+
+static int parse_memory(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
+{
+	if (parse_size(arg, &cfg->memory_bytes, err, errlen))
+		return -1;
+	if (cfg->memory_bytes < MIN_MEMORY || cfg->memory_bytes > MAX_MEMORY)
+		return fail(err, errlen, "--memory %s is out of range (16M to 1T)", arg);
+	if (cfg->memory_bytes & ((1ULL << 20) - 1))
+		return fail(err, errlen, "--memory %s is not a whole number of MiB", arg);
+	return 0;
+}
+
+static int parse_cpus(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	long n = strtol(arg, &end, 10);
+	if (errno || *end || !isdigit((unsigned char)arg[0]) || n < 1 || n > MAX_VCPUS) {
+		snprintf(err, errlen, "invalid --cpus '%s' (expected 1 to %d)", arg, MAX_VCPUS);
+		return -1;
+	}
+	cfg->nr_cpus = (int)n;
+	return 0;
+}
+
+static int parse_console(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
+{
+	if (!strcmp(arg, "stdio"))
+		cfg->console = CONSOLE_STDIO;
+	else if (!strcmp(arg, "none"))
+		cfg->console = CONSOLE_NONE;
+	else if (!strncmp(arg, "file=", 5) && arg[5])
+		return parse_console_file(cfg, arg + 5, err, errlen);
+	else
+		return fail(err, errlen,
+			    "invalid --console '%s' (expected stdio, none or "
+			    "file=PATH[,max-size=SIZE])",
+			    arg);
+	return 0;
+}
+
+static int parse_seccomp(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
+{
+	if (strcmp(arg, "on") && strcmp(arg, "off"))
+		return fail(err, errlen, "invalid --seccomp '%s' (expected on or off)", arg);
+	cfg->seccomp = !strcmp(arg, "on");
+	return 0;
+}
+
+/* One option from getopt_long (c, with optarg and optind as it left them). CLI_RUN: go on. */
+static enum cli_result apply_option(int c, char **argv, struct vm_config *cfg, const char **pin_arg,
+				    char *err, size_t errlen)
+{
+	int rc = 0;
+	switch (c) {
+	case OPT_KERNEL:
+		cfg->kernel_path = optarg;
+		break;
+	case OPT_BOOT:
+		rc = parse_boot(optarg, cfg, err, errlen);
+		break;
+	case OPT_INITRD:
+		cfg->initrd_path = optarg;
+		break;
+	case OPT_CMDLINE:
+		cfg->cmdline = optarg;
+		break;
+	case OPT_MEMORY:
+		rc = parse_memory(optarg, cfg, err, errlen);
+		break;
+	case OPT_POPULATE:
+		cfg->populate = true;
+		break;
+	case OPT_NO_POPULATE:
+		cfg->populate = false;
+		break;
+	case OPT_CPUS:
+		rc = parse_cpus(optarg, cfg, err, errlen);
+		break;
+	case OPT_PIN:
+		if (*pin_arg)
+			rc = fail(err, errlen, "--pin given twice%s", "");
+		else
+			*pin_arg = optarg;
+		break;
+	case OPT_CONSOLE:
+		rc = parse_console(optarg, cfg, err, errlen);
+		break;
+	case OPT_IO_PIN:
+		rc = parse_cpu_list(optarg, host_cpu_count(), &cfg->io_pin_set, err, errlen);
+		if (!rc)
+			cfg->io_pinned = true;
+		break;
+	case OPT_DUMP_DTB:
+		cfg->dump_dtb_path = optarg;
+		break;
+	case OPT_DTB:
+		cfg->pass_dtb = true;
+		break;
+	case OPT_API_SOCK:
+		if (!*optarg)
+			rc = fail(err, errlen, "--api-sock needs a path%s", "");
+		else
+			cfg->api_sock_path = optarg;
+		break;
+	case OPT_SECCOMP:
+		rc = parse_seccomp(optarg, cfg, err, errlen);
+		break;
+	case OPT_JAIL:
+		rc = jail_parse(optarg, &cfg->jail, err, errlen);
+		break;
+	case OPT_QUIET:
+		cfg->quiet = true;
+		break;
+	case OPT_HELP:
+		cli_usage();
+		return CLI_EXIT_OK;
+	case OPT_VERSION:
+		printf("minivmm 0.1\n");
+		return CLI_EXIT_OK;
+	case ':':
+		rc = fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+		break;
+	default:
+		if (c >= OPT_DEVICE_BASE && c < OPT_DEVICE_BASE + MAX_DEVICE_KINDS)
+			rc = parse_device(device_kinds[c - OPT_DEVICE_BASE], optarg, cfg, err,
+					  errlen);
+		else
+			rc =
+			    fail(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
+		break;
+	}
+	return rc ? CLI_ERROR : CLI_RUN;
+}
+
+/* What needs every option seen: no stray words, a kernel, --pin against --cpus. */
+static int check_config(int argc, char **argv, struct vm_config *cfg, const char *pin_arg,
+			char *err, size_t errlen)
+{
+	if (optind < argc)
+		return fail(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
+	if (!cfg->kernel_path)
+		return fail(err, errlen, "--kernel PATH is required (see --help)%s", "");
+	if (pin_arg && parse_pin_list(pin_arg, cfg->nr_cpus, host_cpu_count(), cfg, err, errlen))
+		return -1;
+	return 0;
+}
+
+enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *err, size_t errlen)
+{
+	struct option opts[NR_BASE_OPTS + MAX_DEVICE_KINDS + 1];
+	long_options(opts);
+	config_defaults(cfg);
 	const char *pin_arg = NULL;
 
 	rewrite_device_options(argc, argv);
@@ -410,147 +580,11 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 	optind = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_KERNEL:
-			cfg->kernel_path = optarg;
-			break;
-		case OPT_BOOT:
-			if (!strcmp(optarg, "linux64"))
-				cfg->protocol = BOOT_LINUX64;
-			else if (!strcmp(optarg, "pvh"))
-				cfg->protocol = BOOT_PVH;
-			else {
-				fail(err, errlen, "invalid --boot '%s' (expected linux64 or pvh)",
-				     optarg);
-				return CLI_ERROR;
-			}
-			break;
-		case OPT_INITRD:
-			cfg->initrd_path = optarg;
-			break;
-		case OPT_CMDLINE:
-			cfg->cmdline = optarg;
-			break;
-		case OPT_MEMORY:
-			if (parse_size(optarg, &cfg->memory_bytes, err, errlen))
-				return CLI_ERROR;
-			if (cfg->memory_bytes < MIN_MEMORY || cfg->memory_bytes > MAX_MEMORY) {
-				fail(err, errlen, "--memory %s is out of range (16M to 1T)",
-				     optarg);
-				return CLI_ERROR;
-			}
-			if (cfg->memory_bytes & ((1ULL << 20) - 1)) {
-				fail(err, errlen, "--memory %s is not a whole number of MiB",
-				     optarg);
-				return CLI_ERROR;
-			}
-			break;
-		case OPT_POPULATE:
-			cfg->populate = true;
-			break;
-		case OPT_NO_POPULATE:
-			cfg->populate = false;
-			break;
-		case OPT_CPUS: {
-			char *end;
-			errno = 0;
-			long n = strtol(optarg, &end, 10);
-			if (errno || *end || !isdigit((unsigned char)optarg[0]) || n < 1 ||
-			    n > MAX_VCPUS) {
-				snprintf(err, errlen, "invalid --cpus '%s' (expected 1 to %d)",
-					 optarg, MAX_VCPUS);
-				return CLI_ERROR;
-			}
-			cfg->nr_cpus = (int)n;
-			break;
-		}
-		case OPT_PIN:
-			if (pin_arg) {
-				fail(err, errlen, "--pin given twice%s", "");
-				return CLI_ERROR;
-			}
-			pin_arg = optarg;
-			break;
-		case OPT_CONSOLE:
-			if (!strcmp(optarg, "stdio"))
-				cfg->console = CONSOLE_STDIO;
-			else if (!strcmp(optarg, "none"))
-				cfg->console = CONSOLE_NONE;
-			else if (!strncmp(optarg, "file=", 5) && optarg[5]) {
-				if (parse_console_file(cfg, optarg + 5, err, errlen))
-					return CLI_ERROR;
-			} else {
-				fail(err, errlen,
-				     "invalid --console '%s' (expected stdio, none or "
-				     "file=PATH[,max-size=SIZE])",
-				     optarg);
-				return CLI_ERROR;
-			}
-			break;
-		case OPT_IO_PIN:
-			if (parse_cpu_list(optarg, host_cpu_count(), &cfg->io_pin_set, err, errlen))
-				return CLI_ERROR;
-			cfg->io_pinned = true;
-			break;
-		case OPT_DUMP_DTB:
-			cfg->dump_dtb_path = optarg;
-			break;
-		case OPT_DTB:
-			cfg->pass_dtb = true;
-			break;
-		case OPT_API_SOCK:
-			if (!*optarg) {
-				fail(err, errlen, "--api-sock needs a path%s", "");
-				return CLI_ERROR;
-			}
-			cfg->api_sock_path = optarg;
-			break;
-		case OPT_SECCOMP:
-			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				fail(err, errlen, "invalid --seccomp '%s' (expected on or off)",
-				     optarg);
-				return CLI_ERROR;
-			}
-			cfg->seccomp = !strcmp(optarg, "on");
-			break;
-		case OPT_JAIL:
-			if (jail_parse(optarg, &cfg->jail, err, errlen))
-				return CLI_ERROR;
-			break;
-		case OPT_QUIET:
-			cfg->quiet = true;
-			break;
-		case OPT_HELP:
-			cli_usage();
-			return CLI_EXIT_OK;
-		case OPT_VERSION:
-			printf("minivmm 0.1\n");
-			return CLI_EXIT_OK;
-		case ':':
-			fail(err, errlen, "option '%s' needs a value", argv[optind - 1]);
-			return CLI_ERROR;
-		default:
-			if (c >= OPT_DEVICE_BASE && c < OPT_DEVICE_BASE + MAX_DEVICE_KINDS) {
-				if (parse_device(device_kinds[c - OPT_DEVICE_BASE], optarg, cfg,
-						 err, errlen))
-					return CLI_ERROR;
-				break;
-			}
-			fail(err, errlen, "unknown option '%s' (see --help)", argv[optind - 1]);
-			return CLI_ERROR;
-		}
+		enum cli_result r = apply_option(c, argv, cfg, &pin_arg, err, errlen);
+		if (r != CLI_RUN)
+			return r;
 	}
-	if (optind < argc) {
-		fail(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
-		return CLI_ERROR;
-	}
-	if (!cfg->kernel_path) {
-		fail(err, errlen, "--kernel PATH is required (see --help)%s", "");
-		return CLI_ERROR;
-	}
-	if (pin_arg && parse_pin_list(pin_arg, cfg->nr_cpus, host_cpu_count(), cfg, err, errlen))
-		return CLI_ERROR;
-	return CLI_RUN;
+	return check_config(argc, argv, cfg, pin_arg, err, errlen) ? CLI_ERROR : CLI_RUN;
 }
 
 void cli_free_config(struct vm_config *cfg)
