@@ -205,6 +205,96 @@ static void wait_for_stop(struct vm *vm, int sig_fd)
 	}
 }
 
+/* Termination signals are read by the main thread only (the returned signalfd); vCPU threads
+ * inherit the mask. */
+static int block_stop_signals(void)
+{
+	sigset_t stop_signals;
+	sigemptyset(&stop_signals);
+	sigaddset(&stop_signals, SIGINT);
+	sigaddset(&stop_signals, SIGTERM);
+	sigaddset(&stop_signals, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+	int sig_fd = signalfd(-1, &stop_signals, SFD_CLOEXEC);
+	signal(SIGPIPE, SIG_IGN);
+	return sig_fd;
+}
+
+static void attach_console(struct vm *vm, struct console *console)
+{
+	vm->console = console;
+	console->deliver = console_deliver;
+	console->quit = console_quit;
+	console->opaque = vm;
+}
+
+/* Everything is open and bound: nothing below needs the file system or root. */
+static int enter_jail(const struct vm_config *cfg)
+{
+	char err[256];
+	if (!cfg->jail.enabled)
+		return 0;
+	if (jail_enter(&cfg->jail, err, sizeof(err))) {
+		log_error("%s", err);
+		return -1;
+	}
+	log_info("jail: chroot %s, uid %u, gid %u", cfg->jail.dir, (unsigned)cfg->jail.uid,
+		 (unsigned)cfg->jail.gid);
+	return 0;
+}
+
+/* Everything is open and loaded: from here on, only what running the guest needs. Every thread
+ * gets the process filter now; the I/O and vCPU threads narrow theirs as they start, the main
+ * thread once it has started them all (start_guest). */
+static int install_process_filter(struct vm *vm, const struct vm_config *cfg,
+				  struct seccomp_policy *sandbox, bool control_socket)
+{
+	char err[256];
+	virtio_devices_seccomp_needs(cfg, &sandbox->needs);
+	sandbox->needs.control_socket = control_socket;
+	if (cfg->seccomp && seccomp_install(sandbox, SECCOMP_PROCESS, err, sizeof(err))) {
+		log_error("%s (--seccomp off runs without the filter)", err);
+		return -1;
+	}
+	vm->seccomp = cfg->seccomp ? sandbox : NULL;
+	log_info("seccomp: %s", cfg->seccomp	       ? "system-call allow-lists installed"
+				: seccomp_default_on() ? "off (--seccomp off)"
+						       : "off (sanitizer build)");
+	return 0;
+}
+
+/* The I/O thread, the vCPUs (*ran once they run), pre-faulting, the main thread's filter. */
+static int start_guest(struct vm *vm, const struct vm_config *cfg, struct seccomp_policy *sandbox,
+		       bool *ran)
+{
+	char err[256];
+	if (event_loop_start(&vm->loop, cfg->io_pinned ? &cfg->io_pin_set : NULL,
+			     vm->seccomp ? install_io_filter : NULL, sandbox))
+		return -1;
+	log_io_thread(vm);
+	if (vcpus_start(vm))
+		return -1;
+	*ran = true;
+	guest_mem_start_populate(&vm->mem);
+	if (vm->seccomp && seccomp_install(sandbox, SECCOMP_MAIN, err, sizeof(err))) {
+		log_error("main thread: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* Undo what runs (threads, control socket, legacy devices), reporting the devices' counters. */
+static void stop_guest(struct vm *vm, struct api_server *api, struct virtio_devices *virtio,
+		       struct legacy_devices *legacy, int status)
+{
+	vm_request_stop(vm, status);
+	vcpus_stop(vm);
+	event_loop_stop(&vm->loop);
+	api_server_stop(api);
+	virtio_devices_report(virtio);
+	serial_destroy(&legacy->serial);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "ctl"))
@@ -222,16 +312,7 @@ int main(int argc, char **argv)
 		break;
 	}
 	log_set_quiet(cfg.quiet);
-
-	/* Termination signals are read by the main thread only; vCPU threads inherit the mask. */
-	sigset_t stop_signals;
-	sigemptyset(&stop_signals);
-	sigaddset(&stop_signals, SIGINT);
-	sigaddset(&stop_signals, SIGTERM);
-	sigaddset(&stop_signals, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-	int sig_fd = signalfd(-1, &stop_signals, SFD_CLOEXEC);
-	signal(SIGPIPE, SIG_IGN);
+	int sig_fd = block_stop_signals();
 
 	static struct vm vm; /* large (vCPU table); static keeps it off the stack */
 	static struct virtio_devices virtio;
@@ -266,10 +347,7 @@ int main(int argc, char **argv)
 	vm.virtio = &virtio;
 	if (load_guest(&vm, &cfg, cmdline, &virtio, &entry))
 		goto out_devices;
-	vm.console = &console;
-	console.deliver = console_deliver;
-	console.quit = console_quit;
-	console.opaque = &vm;
+	attach_console(&vm, &console);
 	if (add_legacy_devices(&vm, &legacy))
 		goto out_devices;
 	status = EXIT_VMM_ERROR;
@@ -279,50 +357,17 @@ int main(int argc, char **argv)
 		status = EXIT_USAGE;
 		goto out_vcpus;
 	}
-	/* Everything is open and bound: nothing below needs the file system or root. */
-	if (cfg.jail.enabled) {
-		if (jail_enter(&cfg.jail, err, sizeof(err))) {
-			log_error("%s", err);
-			status = EXIT_USAGE;
-			goto out_vcpus;
-		}
-		log_info("jail: chroot %s, uid %u, gid %u", cfg.jail.dir, (unsigned)cfg.jail.uid,
-			 (unsigned)cfg.jail.gid);
-	}
-	/* Everything is open and loaded: from here on, only what running the guest needs. Every
-	 * thread gets the process filter now; the I/O and vCPU threads narrow theirs as they
-	 * start, the main thread once it has started them all. */
-	virtio_devices_seccomp_needs(&cfg, &sandbox.needs);
-	sandbox.needs.control_socket = api != NULL;
-	if (cfg.seccomp && seccomp_install(&sandbox, SECCOMP_PROCESS, err, sizeof(err))) {
-		log_error("%s (--seccomp off runs without the filter)", err);
+	if (enter_jail(&cfg)) {
+		status = EXIT_USAGE;
 		goto out_vcpus;
 	}
-	vm.seccomp = cfg.seccomp ? &sandbox : NULL;
-	log_info("seccomp: %s", cfg.seccomp	       ? "system-call allow-lists installed"
-				: seccomp_default_on() ? "off (--seccomp off)"
-						       : "off (sanitizer build)");
-	if (event_loop_start(&vm.loop, cfg.io_pinned ? &cfg.io_pin_set : NULL,
-			     vm.seccomp ? install_io_filter : NULL, &sandbox))
+	if (install_process_filter(&vm, &cfg, &sandbox, api != NULL) ||
+	    start_guest(&vm, &cfg, &sandbox, &ran))
 		goto out_vcpus;
-	log_io_thread(&vm);
-	if (vcpus_start(&vm))
-		goto out_vcpus;
-	ran = true;
-	guest_mem_start_populate(&vm.mem);
-	if (vm.seccomp && seccomp_install(&sandbox, SECCOMP_MAIN, err, sizeof(err))) {
-		log_error("main thread: %s", err);
-		goto out_vcpus;
-	}
 	wait_for_stop(&vm, sig_fd);
 	status = vm.exit_status;
 out_vcpus:
-	vm_request_stop(&vm, status);
-	vcpus_stop(&vm);
-	event_loop_stop(&vm.loop);
-	api_server_stop(api);
-	virtio_devices_report(&virtio);
-	serial_destroy(&legacy.serial);
+	stop_guest(&vm, api, &virtio, &legacy, status);
 out_devices:
 	/* The bus first: it unmaps the devices' BARs, which the devices own. */
 	if (vm.pci)
