@@ -158,12 +158,16 @@ static int restricted_ring_init(struct io_uring *ring, unsigned entries, int efd
 	return rc;
 }
 
+int blk_image_open_flags(bool readonly, bool direct)
+{
+	return (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | (direct ? O_DIRECT : 0);
+}
+
 int blk_image_open(struct blk_image *img, const char *path, bool readonly, bool direct,
 		   bool use_uring, unsigned queue_depth, char *err, size_t errlen)
 {
-	int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | (direct ? O_DIRECT : 0);
-	return blk_image_open_fd(img, open(path, flags), path, readonly, direct, use_uring,
-				 queue_depth, err, errlen);
+	return blk_image_open_fd(img, open(path, blk_image_open_flags(readonly, direct)), path,
+				 readonly, direct, use_uring, queue_depth, err, errlen);
 }
 
 int blk_image_open_fd(struct blk_image *img, int fd, const char *path, bool readonly, bool direct,

@@ -56,6 +56,8 @@ struct blk_image {
 /* Open path (O_RDWR, or O_RDONLY; O_DIRECT for direct) and start an engine: io_uring with
  * queue_depth entries when use_uring, else (or when it fails) the worker pool. Returns 0, or
  * -1 with a reason in err. */
+/* open(2) flags for an image: read-only or read-write, O_DIRECT for cache=none. */
+int blk_image_open_flags(bool readonly, bool direct);
 int blk_image_open(struct blk_image *img, const char *path, bool readonly, bool direct,
 		   bool use_uring, unsigned queue_depth, char *err, size_t errlen);
 /* The same on fd, already open as readonly and direct ask for (taken over: closed on failure;

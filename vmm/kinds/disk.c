@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "devices/virtio/blk.h"
+#include "devices/virtio/blk_io.h"
 #include "vmm/device_registry.h"
 #include "vmm/options.h"
 #include "vmm/seccomp.h"
@@ -58,8 +59,7 @@ int blk_options_parse(const struct option_list *opts, struct blk_options *out, i
 	if (options_parse(blk_option_table, opts, WHAT, "transport=", out, err, errlen))
 		return -1;
 	/* Fail at the command line, not later, on an image that cannot be used as asked. */
-	int flags = (out->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC | (out->direct ? O_DIRECT : 0);
-	int img = open(out->path, flags);
+	int img = open(out->path, blk_image_open_flags(out->readonly, out->direct));
 	struct stat st;
 	if (img < 0 || fstat(img, &st) < 0) {
 		snprintf(err, errlen, "%s: cannot open '%s'%s: %s", WHAT, out->path,
