@@ -35,7 +35,8 @@
 # while the guest runs and prints, after the table, where its CPU time went in the row's run: per thread, the
 # share in the host kernel, the VMM's own code and libraries, and the top kernel symbols.
 # --rounds N measures every size N times (A, B, then B, A ...): each configuration's row is
-# its median round, and the speedup is the median of the N per-round speedups. Rows on a
+# its median round, and the speedup is the median of the N per-round speedups, followed by
+# their lowest and highest ("speedup_pct_rounds" in --json: all of them). Rows on a
 # shared machine drift by 10-20% between runs; use 3 or 5 rounds for figures you publish.
 #
 # Everything runs in a network namespace of its own (netbench-PID): the VMM runs inside it
@@ -672,7 +673,7 @@ pinned_affinity() {
 
 # ---------------------------------------------------------------------------------------------
 # Measure: per size and round, every configuration in turn (A, B, A, B ...)
-declare -A RES ROUND SPEEDUP
+declare -A RES ROUND SPEEDUP SPEEDS
 NCFG=${#CONFIGS[@]}
 KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ PROF AFF)
 # Which configuration goes first alternates (A, B, then B, A, over sizes and rounds alike), so
@@ -717,13 +718,19 @@ for size in "${SIZE_LIST[@]}"; do
 		for k in "${KEYS[@]}"; do RES[$c,$size,$k]=${ROUND[$pick,$c,$size,$k]:-}; done
 	done
 	[ "$NCFG" -ge 2 ] || continue
-	SPEEDUP[$size]=$(for ((r = 0; r < ROUNDS; r++)); do
+	SPEEDS[$size]=$(for ((r = 0; r < ROUNDS; r++)); do
 		a=${ROUND[$r,0,$size,$M]:-} b=${ROUND[$r,1,$size,$M]:-}
 		[ -n "$a" ] && [ -n "$b" ] || continue
 		awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.1f\n", (b / a - 1) * 100 }'
-	done | median)
+	done | paste -sd ' ')
+	SPEEDUP[$size]=$(tr ' ' '\n' <<<"${SPEEDS[$size]}" | median)
 done
 speedup() { echo "${SPEEDUP[$1]:-}"; } # speedup SIZE
+# spread SIZE: "(MIN to MAX)" of the per-round speedups, when there were several rounds
+spread() {
+	tr ' ' '\n' <<<"${SPEEDS[$1]:-}" | sort -g |
+		awk 'NF { v[++n] = $1 } END { if (n > 1) printf "(%s to %s)", v[1], v[n] }'
+}
 
 table() {
 	case "$DIR" in
@@ -733,7 +740,7 @@ table() {
 	rr) echo "UDP REQUEST/RESPONSE TEST from ${GUEST_IP[0]} (guest) to $HOST_IP (host echo) : $SECS s per size" ;;
 	g2g) echo "UDP UNIDIRECTIONAL SEND TEST from ${GUEST_IP[0]} (guest A) to ${GUEST_IP[1]} (guest B) over a bridge : $SECS s per size" ;;
 	esac
-	[ "$ROUNDS" = 1 ] || echo "each row: the median of $ROUNDS rounds; speedup: the median of the per-round speedups"
+	[ "$ROUNDS" = 1 ] || echo "each row: the median of $ROUNDS rounds; speedup: the median of the per-round speedups (lowest to highest)"
 	CW=10
 	for ((c = 0; c < NCFG; c++)); do [ ${#CONFIGS[$c]} -lt $CW ] || CW=$((${#CONFIGS[$c]} + 1)); done
 	sp_h1="" sp_h2="" sp_h3=""
@@ -752,7 +759,7 @@ table() {
 		for ((c = 0; c < NCFG; c++)); do
 			d() { local v=${RES[$c,$size,$1]}; echo "${v:--}"; }
 			sp=""
-			[ "$NCFG" -ge 2 ] && [ $c = 1 ] && sp=" $(speedup "$size")"
+			[ "$NCFG" -ge 2 ] && [ $c = 1 ] && sp=" $(speedup "$size") $(spread "$size")"
 			if [ "$DIR" = rr ]; then
 				printf "%-${CW}s %-8s %-8s %-8s %-10s %-9s %-9s %-9s %-8s%s\n" "${CONFIGS[$c]}" \
 					"$(d SOCK)" "$size" "$(d ELAPSED)" "$(d TPS)" "$(d P50)" "$(d P90)" "$(d P99)" "$(d CPU)" "$sp"
@@ -802,6 +809,7 @@ if [ "$JSON" = 1 ]; then
 			if [ -n "${RES[$c,$size,AFF]}" ]; then printf ',"affinity":"%s"' "${RES[$c,$size,AFF]}"; fi
 			if [ "$NCFG" -ge 2 ] && [ $c = 1 ]; then
 				printf ',"speedup_pct":%s' "$(json_num "$(speedup "$size")")"
+				printf ',"speedup_pct_rounds":[%s]' "$(tr ' ' ',' <<<"${SPEEDS[$size]:-}")"
 			fi
 			printf '}'
 		done
