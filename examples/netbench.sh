@@ -27,14 +27,16 @@
 #                   straight into the tap, one write() each, as a VMM's I/O thread does: the
 #                   ceiling of any tap-backed VMM on this host, and (VMM CPU column) what the
 #                   host kernel's tap -> UDP path alone costs per packet
-# --compare A B runs both, alternating per size (A, B, A, B ...), and adds a column with
+# --compare A B runs both, alternating which goes first (A, B on one size or round, then B, A on
+# the next, as examples/bench-blk.sh does), and adds a column with
 # B's speedup over A in percent (throughput; packets/s for pps; transactions/s for rr).
 # --ceiling (g2h, pps) adds tapwrite: as a further row per size, in the same alternation.
 # --profile (needs perf) samples the VMM (g2g: the receiving one; or the stand-in) with perf
 # while the guest runs and prints, after the table, where its CPU time went in the row's run: per thread, the
 # share in the host kernel, the VMM's own code and libraries, and the top kernel symbols.
-# --rounds N measures every size N times (A, B, A, B ... per size): each configuration's row is
-# its median round, and the speedup is the median of the N per-round speedups. Rows on a
+# --rounds N measures every size N times (A, B, then B, A ...): each configuration's row is
+# its median round, and the speedup is the median of the N per-round speedups, followed by
+# their lowest and highest ("speedup_pct_rounds" in --json: all of them). Rows on a
 # shared machine drift by 10-20% between runs; use 3 or 5 rounds for figures you publish.
 #
 # Everything runs in a network namespace of its own (netbench-PID): the VMM runs inside it
@@ -48,8 +50,12 @@
 # stime of the whole VMM process, all threads) per packet over the measured interval, in
 # microseconds: per datagram the guest sent (g2h, pps), received (h2g), per transaction (rr);
 # for g2g the receiving VMM's CPU per packet it received.
-# Pinning: --vcpu-pin is minivmm's --pin 0=CPULIST (QEMU: the whole process is pinned there),
-# --io-pin is minivmm's --io-pin (ignored for QEMU), --host-pin pins the host tool (taskset).
+# Pinning, the same roles for both VMMs, by thread id (taskset -p) as soon as each thread exists:
+# --vcpu-pin the vCPU threads (minivmm "vcpuN", QEMU "CPU N/KVM" or "CPU N/TCG"), --io-pin the
+# I/O thread (minivmm "io"; QEMU's main thread, where its tap and virtio-net run, and any "IO
+# <id>" iothread); other threads are left alone (threads started later inherit their creator's
+# set). The affinity then observed per role is printed after the table ("affinity" in --json).
+# netns: runs its sender on --vcpu-pin, tapwrite: on --io-pin. --host-pin pins the host tool.
 set -euo pipefail
 
 DIR=g2h
@@ -163,7 +169,6 @@ for c in "${CONFIGS[@]}"; do
 		;;
 	qemu*)
 		command -v "$QEMU" >/dev/null || die "$QEMU not found: apt-get install qemu-system-x86"
-		[ -z "$IO_PIN" ] || echo "netbench: --io-pin does not apply to QEMU ($c)" >&2
 		;;
 	esac
 	case "$c" in
@@ -188,6 +193,7 @@ NS=${NETBENCH_NS:-netbench-$$} # NETBENCH_NS: the caller's name (a test checks i
 NS_G=("$NS-g0" "$NS-g1") # "guest" namespaces of the netns: configuration
 NAMESPACES=()
 PIDS=()
+PINNERS=()
 cleanup() {
 	local rc=$? p ns
 	trap - EXIT INT TERM HUP
@@ -299,8 +305,6 @@ guest_start() {
 		[ -z "$opts" ] || net+=",$opts"
 		cmd=("$(vmm_binary "$cfg")" --kernel "$PWD/$PROBE" --net "$net" --cmdline "$cmdline"
 			--console stdio --quiet)
-		[ -z "$VCPU_PIN" ] || cmd+=(--pin "0=$VCPU_PIN")
-		[ -z "$IO_PIN" ] || cmd+=(--io-pin "$IO_PIN")
 		;;
 	qemu)
 		local dev="virtio-net-device,netdev=n0,mac=${GUEST_MAC[$i]}"
@@ -309,7 +313,6 @@ guest_start() {
 			-m 256M -nographic -no-reboot -kernel "$PWD/$PROBE" -append "$cmdline"
 			-netdev "tap,id=n0,ifname=${TAP[$i]},script=no,downscript=no" -device "$dev"
 			-device isa-debug-exit,iobase=0xf4)
-		[ -z "$VCPU_PIN" ] || cmd=(taskset -c "$VCPU_PIN" "${cmd[@]}")
 		;;
 	netns)
 		ns=${NS_G[$i]}
@@ -340,6 +343,90 @@ guest_start() {
 		</dev/null >"$TMP/$name.out" 2>"$TMP/$name.err" &
 	LAST_PID=$!
 	PIDS+=("$LAST_PID")
+	if [[ -n "$VCPU_PIN$IO_PIN" && ( "$kind" == minivmm* || "$kind" == qemu ) ]]; then
+		pin_threads "$name" "$kind" &
+		PINNERS+=($!)
+		PIDS+=($!)
+	fi
+}
+
+# pin_threads NAME KIND: pin the VMM in $TMP/NAME.pid by thread role (see "Pinning" above), each
+# thread once, as soon as it exists; done when every role asked for has a thread pinned (the
+# probe has one vCPU), the VMM is gone, or after 10 s. Writes the affinity then observed per
+# role to $TMP/NAME.affinity: "vcpu=LIST io=LIST" (LIST as /proc's Cpus_allowed_list; several
+# threads of a role with different sets are joined by '/'; "none" if no such thread was found,
+# "FAILED" if taskset refused).
+pin_threads() {
+	local name=$1 kind=$2 n=0 pid task tid comm role list
+	local -A pinned=() seen=()
+	until [ -s "$TMP/$name.pid" ]; do
+		n=$((n + 1))
+		[ $n -lt 1000 ] || break
+		sleep 0.005
+	done
+	pid=$(cat "$TMP/$name.pid" 2>/dev/null) || return 0
+	n=0
+	while kill -0 "$pid" 2>/dev/null && [ $n -lt 2000 ]; do
+		for task in /proc/"$pid"/task/*; do
+			tid=${task##*/}
+			[ -z "${pinned[$tid]:-}" ] || continue
+			comm=""
+			read -r comm <"$task/comm" 2>/dev/null || continue
+			role=""
+			case "$kind" in
+			minivmm*)
+				[[ "$comm" =~ ^vcpu[0-9]+$ ]] && role=vcpu
+				[ "$comm" = io ] && role=io
+				;;
+			qemu)
+				[[ "$comm" =~ ^CPU\ [0-9]+/(KVM|TCG)$ ]] && role=vcpu
+				[[ "$comm" == "IO "* ]] && role=io
+				# the main thread, once it is QEMU (before exec it is the launching shell)
+				[[ "$tid" = "$pid" && "$comm" == qemu* ]] && role=io
+				;;
+			esac
+			[ -n "$role" ] || continue
+			list=$VCPU_PIN
+			[ "$role" = vcpu ] || list=$IO_PIN
+			[ -n "$list" ] || continue
+			if taskset -pc "$list" "$tid" >/dev/null 2>"$TMP/$name.pin.err"; then
+				pinned[$tid]=$role
+			else
+				kill -0 "$tid" 2>/dev/null || continue
+				pinned[$tid]=$role
+				seen[$role]=FAILED
+			fi
+		done
+		local want=0 got=0 r
+		for r in vcpu io; do
+			list=$VCPU_PIN
+			[ $r = vcpu ] || list=$IO_PIN
+			[ -n "$list" ] || continue
+			want=$((want + 1))
+			[[ " ${pinned[*]} " != *" $r "* ]] || got=$((got + 1))
+		done
+		[ $got -lt $want ] || break
+		n=$((n + 1))
+		sleep 0.005
+	done
+	# What the threads now have (read back from /proc, not what was asked for).
+	local out="" r a
+	for r in vcpu io; do
+		list=$VCPU_PIN
+		[ $r = vcpu ] || list=$IO_PIN
+		[ -n "$list" ] || continue
+		a=${seen[$r]:-}
+		if [ -z "$a" ]; then
+			for tid in "${!pinned[@]}"; do
+				[ "${pinned[$tid]}" = $r ] || continue
+				list=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$pid/task/$tid/status" 2>/dev/null)
+				[ -n "$list" ] || continue
+				[[ "/$a/" == *"/$list/"* ]] || a=${a:+$a/}$list
+			done
+		fi
+		out+=" $r=${a:-none}"
+	done
+	echo "${out# }" >"$TMP/$name.affinity"
 }
 
 # guest_wait_ready NAME PID: wait until a guest sink is listening (a "ready" line on the
@@ -457,7 +544,7 @@ run_one() {
 	local cfg=$1 size=$2 kind=${1%%:*} i
 	CUR_CFG=$cfg CUR_SIZE=$size
 	R_SOCK="" R_ELAPSED="" R_MBPS="" R_PPS="" R_SENT="" R_RECV="" R_CPU=""
-	R_TPS="" R_P50="" R_P90="" R_P99="" R_MSZ="" R_PROF=""
+	R_TPS="" R_P50="" R_P90="" R_P99="" R_MSZ="" R_PROF="" R_AFF=""
 	local link=tap # a veth for netns:, a tap for all others (the VMMs and tapwrite:)
 	[ "$kind" != netns ] || link=netns
 	if [ "$CUR_LINK_KIND" != "$link" ]; then
@@ -562,17 +649,45 @@ run_one() {
 		fi
 		;;
 	esac
+	pinned_affinity "$tag"
 	return 0
+}
+
+# pinned_affinity TAG: R_AFF, the affinity pin_threads observed on this run's VMM(s) (for g2g
+# both VMMs, "A: ... B: ..." if they differ); the row fails if a role could not be pinned.
+pinned_affinity() {
+	local tag=$1 p f affs=() v
+	for p in "${PINNERS[@]}"; do wait_pid "$p"; done
+	PINNERS=()
+	for f in "$TMP/$tag-g.affinity" "$TMP/$tag-a.affinity" "$TMP/$tag-b.affinity"; do
+		[ -s "$f" ] && affs+=("$(cat "$f")")
+	done
+	[ ${#affs[@]} -gt 0 ] || return 0
+	R_AFF=${affs[0]}
+	if [ ${#affs[@]} = 2 ] && [ "${affs[0]}" != "${affs[1]}" ]; then R_AFF="A: ${affs[0]} B: ${affs[1]}"; fi
+	for v in "${affs[@]}"; do
+		[[ " $v" != *=none* && " $v" != *=FAILED* ]] ||
+			row_failed "$tag-g" "could not pin the VMM's threads by role: $v"
+	done
 }
 
 # ---------------------------------------------------------------------------------------------
 # Measure: per size and round, every configuration in turn (A, B, A, B ...)
-declare -A RES ROUND SPEEDUP
+declare -A RES ROUND SPEEDUP SPEEDS
 NCFG=${#CONFIGS[@]}
-KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ PROF)
+KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ PROF AFF)
+# Which configuration goes first alternates (A, B, then B, A, over sizes and rounds alike), so
+# that drift, warm-up and whatever the previous run left behind (host caches, the CPU's
+# frequency, a neighbour's load) fall on both equally.
+TURN=0
 for size in "${SIZE_LIST[@]}"; do
 	for ((r = 0; r < ROUNDS; r++)); do
+		ORDER=()
 		for ((c = 0; c < NCFG; c++)); do
+			if ((TURN % 2)); then ORDER+=($((NCFG - 1 - c))); else ORDER+=("$c"); fi
+		done
+		TURN=$((TURN + 1))
+		for c in "${ORDER[@]}"; do
 			[ ! -t 2 ] || printf 'netbench: %s, %s bytes, round %d/%d ...\r' \
 				"${CONFIGS[$c]}" "$size" $((r + 1)) "$ROUNDS" >&2
 			run_one "${CONFIGS[$c]}" "$size"
@@ -603,13 +718,19 @@ for size in "${SIZE_LIST[@]}"; do
 		for k in "${KEYS[@]}"; do RES[$c,$size,$k]=${ROUND[$pick,$c,$size,$k]:-}; done
 	done
 	[ "$NCFG" -ge 2 ] || continue
-	SPEEDUP[$size]=$(for ((r = 0; r < ROUNDS; r++)); do
+	SPEEDS[$size]=$(for ((r = 0; r < ROUNDS; r++)); do
 		a=${ROUND[$r,0,$size,$M]:-} b=${ROUND[$r,1,$size,$M]:-}
 		[ -n "$a" ] && [ -n "$b" ] || continue
 		awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.1f\n", (b / a - 1) * 100 }'
-	done | median)
+	done | paste -sd ' ')
+	SPEEDUP[$size]=$(tr ' ' '\n' <<<"${SPEEDS[$size]}" | median)
 done
 speedup() { echo "${SPEEDUP[$1]:-}"; } # speedup SIZE
+# spread SIZE: "(MIN to MAX)" of the per-round speedups, when there were several rounds
+spread() {
+	tr ' ' '\n' <<<"${SPEEDS[$1]:-}" | sort -g |
+		awk 'NF { v[++n] = $1 } END { if (n > 1) printf "(%s to %s)", v[1], v[n] }'
+}
 
 table() {
 	case "$DIR" in
@@ -619,7 +740,7 @@ table() {
 	rr) echo "UDP REQUEST/RESPONSE TEST from ${GUEST_IP[0]} (guest) to $HOST_IP (host echo) : $SECS s per size" ;;
 	g2g) echo "UDP UNIDIRECTIONAL SEND TEST from ${GUEST_IP[0]} (guest A) to ${GUEST_IP[1]} (guest B) over a bridge : $SECS s per size" ;;
 	esac
-	[ "$ROUNDS" = 1 ] || echo "each row: the median of $ROUNDS rounds; speedup: the median of the per-round speedups"
+	[ "$ROUNDS" = 1 ] || echo "each row: the median of $ROUNDS rounds; speedup: the median of the per-round speedups (lowest to highest)"
 	CW=10
 	for ((c = 0; c < NCFG; c++)); do [ ${#CONFIGS[$c]} -lt $CW ] || CW=$((${#CONFIGS[$c]} + 1)); done
 	sp_h1="" sp_h2="" sp_h3=""
@@ -638,7 +759,7 @@ table() {
 		for ((c = 0; c < NCFG; c++)); do
 			d() { local v=${RES[$c,$size,$1]}; echo "${v:--}"; }
 			sp=""
-			[ "$NCFG" -ge 2 ] && [ $c = 1 ] && sp=" $(speedup "$size")"
+			[ "$NCFG" -ge 2 ] && [ $c = 1 ] && sp=" $(speedup "$size") $(spread "$size")"
 			if [ "$DIR" = rr ]; then
 				printf "%-${CW}s %-8s %-8s %-8s %-10s %-9s %-9s %-9s %-8s%s\n" "${CONFIGS[$c]}" \
 					"$(d SOCK)" "$size" "$(d ELAPSED)" "$(d TPS)" "$(d P50)" "$(d P90)" "$(d P99)" "$(d CPU)" "$sp"
@@ -685,8 +806,10 @@ if [ "$JSON" = 1 ]; then
 				printf ',"recv_msgs":%s' "$(json_num "${RES[$c,$size,RECV]}")"
 			fi
 			printf ',"vmm_cpu_us_per_pkt":%s' "$(json_num "${RES[$c,$size,CPU]}")"
+			if [ -n "${RES[$c,$size,AFF]}" ]; then printf ',"affinity":"%s"' "${RES[$c,$size,AFF]}"; fi
 			if [ "$NCFG" -ge 2 ] && [ $c = 1 ]; then
 				printf ',"speedup_pct":%s' "$(json_num "$(speedup "$size")")"
+				printf ',"speedup_pct_rounds":[%s]' "$(tr ' ' ',' <<<"${SPEEDS[$size]:-}")"
 			fi
 			printf '}'
 		done
@@ -694,6 +817,14 @@ if [ "$JSON" = 1 ]; then
 	printf ']}\n'
 else
 	table | sed 's/ *$//'
+	if [ -n "$VCPU_PIN$IO_PIN" ]; then
+		echo
+		echo "Thread affinity observed per role (vcpu: vCPU threads, io: the I/O thread):"
+		for ((c = 0; c < NCFG; c++)); do
+			a=$(for size in "${SIZE_LIST[@]}"; do echo "${RES[$c,$size,AFF]:--}"; done | sort -u | paste -sd ';')
+			printf '  %-16s %s\n' "${CONFIGS[$c]}" "$a"
+		done
+	fi
 	if [ "$PROFILE" = 1 ]; then
 		echo
 		echo "Where the VMM's CPU time went (perf, share of the samples of each row's run):"

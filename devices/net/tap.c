@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
 #include <stdio.h>
@@ -207,6 +208,17 @@ struct net_backend *tap_backend_open(const char *name, struct event_loop *loop,
 		close(fd);
 		return NULL;
 	}
+	/*
+	 * The tap's send buffer: how much this fd may have queued in the host stack before writes
+	 * get EAGAIN. QEMU sets INT_MAX ("unlimited", its default sndbuf=0) on every tap it opens;
+	 * so do we, to compare like with like. Current Linux gives every fd it attaches to a tap
+	 * INT_MAX already (even after a previous user of a persistent tap set less), so this makes
+	 * the setting explicit rather than changing it. Set-up only: the seccomp filters do not
+	 * allow TUNSETSNDBUF, and nothing needs it later. QEMU ignores a failure here; we warn.
+	 */
+	int sndbuf = INT_MAX;
+	if (ioctl(fd, TUNSETSNDBUF, &sndbuf) < 0)
+		log_warn("tap %s: TUNSETSNDBUF: %s", name, strerror(errno));
 	struct tap *t = calloc(1, sizeof(*t));
 	if (!t) {
 		snprintf(err, errlen, "out of memory");

@@ -38,12 +38,37 @@ for cfg in minivmm: tapwrite:; do
 	done
 done
 
+# Pinned by role: the vCPU thread to the last CPU, the I/O thread to CPU 0; the affinity the
+# script reports is what it read back from /proc for those threads.
+LASTCPU=$(($(nproc) - 1))
 out=$(timeout 60 "$BENCH" --dir rr --config minivmm: --sizes "64 4000" --secs 1 --json \
-	2>"$TEST_TMP/rr.err") || { cat "$TEST_TMP/rr.err"; fail "netbench rr failed: $out"; }
+	--vcpu-pin $LASTCPU --io-pin 0 2>"$TEST_TMP/rr.err") ||
+	{ cat "$TEST_TMP/rr.err"; fail "netbench rr failed: $out"; }
 for size in 64 4000; do # 4000: requests and replies in three fragments
 	positive "$out" minivmm: $size tps
 	positive "$out" minivmm: $size lat_us_p50
+	a=$(grep -o "{\"config\":\"minivmm:\",\"message_bytes\":$size,[^}]*}" <<<"$out" |
+		sed -n 's/.*"affinity":"\([^"]*\)".*/\1/p')
+	[ "$a" = "vcpu=$LASTCPU io=0" ] || fail "rr $size bytes pinned: affinity '$a' in: $out"
 done
+
+# QEMU gets the same roles pinned (its "CPU 0/KVM" thread and its main thread), and the order
+# alternates: A, B for the first size, B, A for the second. (Only --vcpu-pin here: the I/O
+# thread stays unpinned.)
+if command -v qemu-system-x86_64 >/dev/null; then
+	out=$(timeout 90 "$BENCH" --dir rr --compare qemu: minivmm: --sizes "64 128" --secs 1 \
+		--vcpu-pin 0 --keep-logs 2>"$TEST_TMP/rrq.err") ||
+		{ cat "$TEST_TMP/rrq.err"; fail "netbench rr against QEMU failed: $out"; }
+	for cfg in qemu: minivmm:; do
+		grep -Eq "^  $cfg +vcpu=0\$" <<<"$out" || fail "$cfg: no vcpu=0 affinity line: $out"
+	done
+	logs=$(sed -n 's/^netbench: logs kept in //p' "$TEST_TMP/rrq.err")
+	[ -d "$logs" ] || fail "no logs kept: $(cat "$TEST_TMP/rrq.err")"
+	# The runs' console files, oldest first: qemu, minivmm, then minivmm, qemu.
+	order=$(ls -tr "$logs" | sed -n 's/^\(qemu\|minivmm\)-\(64\|128\)-[0-9]*-g\.out$/\1-\2/p' | paste -sd ' ')
+	rm -rf "$logs"
+	[ "$order" = "qemu-64 minivmm-64 minivmm-128 qemu-128" ] || fail "order of runs: $order"
+fi
 
 # Host to guest above the MTU: the guest reassembles the fragments of each datagram.
 # (the guest sink sleeps on RX interrupts while idle: net.rxwait=halt)
