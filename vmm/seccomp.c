@@ -6,8 +6,8 @@
  * file, other read-only opens fail with EACCES. ioctl
  * is allowed by request number: the KVM calls a running VM makes, TUNSETOFFLOAD, libslirp's
  * FIONREAD and the terminal get/set the console uses (never TIOCSTI). Set-up calls (KVM_CREATE_*,
- * TUNSETIFF, TUNSETSNDBUF, BLKGETSIZE64, opening files) happen before the filters and are not allowed at all. A
- * refused call traps: the process reports the call and exits.
+ * TUNSETIFF, TUNSETSNDBUF, BLKGETSIZE64, opening files) happen before the filters and are not
+ * allowed at all. A refused call traps: the process reports the call and exits.
  */
 #include "seccomp.h"
 
