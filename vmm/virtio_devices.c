@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "arch/x86/machine.h"
 #include "devices/virtio/pci.h"
 #include "vmm/device_registry.h"
 #include "vmm/kvm_irq.h"
@@ -81,7 +82,10 @@ int virtio_devices_create(struct virtio_devices *devs, struct vm *vm, char *cmdl
 			return -1;
 		devs->nr++;
 		if (slot->cfg->transport == TRANSPORT_MMIO) {
-			if (virtio_mmio_attach(&slot->mmio, &host, &slot->dev, devs->nr_mmio))
+			uint64_t base;
+			int irq;
+			if (x86_virtio_mmio_slot(devs->nr_mmio, &base, &irq) ||
+			    virtio_mmio_attach(&slot->mmio, &host, &slot->dev, base, irq))
 				return -1;
 			devs->nr_mmio++;
 			char entry[96];

@@ -8,14 +8,10 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "arch/x86/machine.h"
 #include "gsi_routing.h"
 #include "kvm_util.h"
 #include "log.h"
-
-/* Addresses KVM needs for its real-mode TSS and identity map on Intel: top of the 4 GiB hole,
- * clear of the IOAPIC and LAPIC. */
-#define KVM_TSS_ADDR	      0xfffbd000ULL
-#define KVM_IDENTITY_MAP_ADDR 0xfffbc000ULL
 
 static int add_memory_slots(struct vm *vm)
 {
@@ -31,25 +27,6 @@ static int add_memory_slots(struct vm *vm)
 			log_error("KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
 			return -1;
 		}
-	}
-	return 0;
-}
-
-static int create_irqchip_and_pit(struct vm *vm)
-{
-	/* Only Intel needs these; failures elsewhere are harmless. */
-	ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, KVM_TSS_ADDR);
-	uint64_t identity = KVM_IDENTITY_MAP_ADDR;
-	ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &identity);
-
-	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0) {
-		log_error("KVM_CREATE_IRQCHIP: %s", strerror(errno));
-		return -1;
-	}
-	struct kvm_pit_config pit = {.flags = KVM_PIT_SPEAKER_DUMMY};
-	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0) {
-		log_error("KVM_CREATE_PIT2: %s", strerror(errno));
-		return -1;
 	}
 	return 0;
 }
@@ -93,7 +70,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 			  (unsigned long long)(cfg->memory_bytes >> 20), strerror(-rc));
 		return -1;
 	}
-	if (add_memory_slots(vm) || create_irqchip_and_pit(vm))
+	if (add_memory_slots(vm) || x86_machine_create(vm->vm_fd))
 		return -1;
 	if (event_loop_init(&vm->loop))
 		return -1;

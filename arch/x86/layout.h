@@ -34,6 +34,10 @@
 #define PCI_ECAM_SIZE  0x100000ULL   /* bus 0 only */
 #define PCI_HOLE_LIMIT 0xdfffffffULL /* last byte of the window ACPI gives the host bridge */
 
+/* virtio-mmio windows (4 KiB each, devices/virtio/mmio.h) between the PCI BARs and ECAM. */
+#define VIRTIO_MMIO_BASE     0xd0000000ULL
+#define VIRTIO_MMIO_MAX_DEVS 10
+
 #define IOAPIC_ADDR 0xfec00000ULL
 #define LAPIC_ADDR  0xfee00000ULL
 

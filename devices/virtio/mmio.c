@@ -8,8 +8,6 @@
 
 #include "vmm/log.h"
 
-const int virtio_mmio_irqs[VIRTIO_MMIO_MAX_DEVS] = {5, 6, 7, 9, 10, 11, 12, 13, 14, 15};
-
 #define REG_MAGIC	      0x000
 #define REG_VERSION	      0x004
 #define REG_DEVICE_ID	      0x008
@@ -231,14 +229,9 @@ void virtio_mmio_init(struct virtio_mmio *t, struct virtio_dev *dev, uint64_t ba
 }
 
 int virtio_mmio_attach(struct virtio_mmio *t, const struct virtio_transport_host *host,
-		       struct virtio_dev *dev, int index)
+		       struct virtio_dev *dev, uint64_t base, int irq)
 {
-	if (index < 0 || index >= VIRTIO_MMIO_MAX_DEVS) {
-		log_error("too many virtio-mmio devices (at most %d)", VIRTIO_MMIO_MAX_DEVS);
-		return -1;
-	}
-	virtio_mmio_init(t, dev, VIRTIO_MMIO_BASE + (uint64_t)index * VIRTIO_MMIO_SIZE,
-			 virtio_mmio_irqs[index]);
+	virtio_mmio_init(t, dev, base, irq);
 	t->host = *host;
 
 	t->irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -9,12 +9,7 @@
 #include "devices/virtio/virtio.h"
 #include "vmm/event_loop.h"
 
-#define VIRTIO_MMIO_BASE     0xd0000000ULL
-#define VIRTIO_MMIO_SIZE     0x1000ULL
-#define VIRTIO_MMIO_MAX_DEVS 10
-/* ISA-range pins are edge-triggered and active-high by default under both ACPI and MP
- * tables: what irqfd's edge delivers. 0 (timer), 1, 2, 3, 4 (COM1) and 8 (RTC) are taken. */
-extern const int virtio_mmio_irqs[VIRTIO_MMIO_MAX_DEVS];
+#define VIRTIO_MMIO_SIZE 0x1000ULL /* one device's register window; where they sit is arch's */
 
 struct virtio_mmio {
 	struct virtio_transport_host host;
@@ -29,11 +24,11 @@ struct virtio_mmio {
 
 /* Transport state only, no host (KVM, MMIO bus): what attach starts from (and unit tests use). */
 void virtio_mmio_init(struct virtio_mmio *t, struct virtio_dev *dev, uint64_t base, int irq);
-/* Attach dev as the index-th virtio-mmio device through host: registers its window on the MMIO
- * space, its kicks on ioeventfds watched on host->loop and its interrupt on an irqfd. Returns 0
- * or -1 (logged). */
+/* Attach dev as a virtio-mmio device at base with interrupt irq, through host: registers its
+ * window on the MMIO space, its kicks on ioeventfds watched on host->loop and its interrupt on
+ * an irqfd. Returns 0 or -1 (logged). */
 int virtio_mmio_attach(struct virtio_mmio *t, const struct virtio_transport_host *host,
-		       struct virtio_dev *dev, int index);
+		       struct virtio_dev *dev, uint64_t base, int irq);
 void virtio_mmio_detach(struct virtio_mmio *t);
 /* Register access (offset within the window); exposed for unit tests. */
 void virtio_mmio_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write);
