@@ -3,12 +3,21 @@
 # emulates AMD SVM, so minivmm gets a hardware-style /dev/kvm there) and runs the scenarios of
 # tests/linux/scenarios.sh in it, each booting the same Debian kernel under minivmm.
 #   tests/linux/run.sh [SCENARIO...]       (all of them by default)
-# The whole L1 console goes to build/linux/nested.log; a failing scenario's L2 console and
-# minivmm stderr are printed. Exit status 0 only when every scenario asked for passed.
+# The L1 console goes to build/linux/nested.log; a failing scenario's L2 console and minivmm
+# stderr are printed. Exit status 0 only when every scenario asked for passed.
+#
+# The L1 test VM itself is an emulated machine running an emulated hypervisor, and it has died
+# under us (stopped, or gone silent) a few times in many runs, always mid-scenario and never in
+# the same place. A scenario that its L1 VM died under gets one more try in a fresh L1 VM, and
+# says so on its result line along with the end of the dead VM's console; the scenarios that
+# never ran go to the fresh VM too. (A scenario that fails inside a working L1 VM gets its second
+# try there: scenarios.sh, run_all.) Every second try is printed with the first try's log.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${LINUX_TEST_OUT:-$ROOT/build/linux}
 LIMIT=${LINUX_TEST_TIMEOUT:-1200}
+# No scenario takes this long (each bounds its L2 guests to 300 s at most): a silent L1 VM is dead.
+SILENCE=${LINUX_TEST_SILENCE:-420}
 command -v qemu-system-x86_64 >/dev/null ||
 	{ echo "run.sh: qemu-system-x86_64 is not installed (scripts/install-deps.sh)" >&2; exit 1; }
 
@@ -17,32 +26,102 @@ want=("$@")
 if [ ${#want[@]} -eq 0 ]; then
 	read -r -a want <<<"$(sed -n 's/^ALL_SCENARIOS="\(.*\)"/\1/p' "$ROOT/tests/linux/scenarios.sh")"
 fi
-list=$(IFS=,; echo "${want[*]}")
-log=$OUT/nested.log
-echo "nested suite: ${#want[@]} scenarios in the L1 test VM (QEMU TCG; log: $log)"
+echo "nested suite: ${#want[@]} scenarios in the L1 test VM (QEMU TCG; log: $OUT/nested.log)"
 start=$(date +%s)
-rc=0
-# -m 6G: the --memory scenario gives the L2 guest more than 3 GiB (RAM across the PCI hole).
-timeout --signal=KILL "$LIMIT" qemu-system-x86_64 -accel tcg -cpu max -m 6G -smp 2 -nographic \
-	-no-reboot -kernel "$OUT/vmlinuz" -initrd "$OUT/l1-initramfs.gz" \
-	-append "console=ttyS0 quiet panic=-1 tests=$list" </dev/null >"$log" 2>&1 || rc=$?
-[ $rc = 137 ] && echo "the L1 test VM did not finish within ${LIMIT}s"
+
+# boot_l1 LOG SCENARIO...: one L1 VM running the scenarios, its console in LOG. Killed when the
+# whole run passes LIMIT or no scenario starts or ends for SILENCE seconds. Prints why it ended.
+boot_l1() {
+	local log=$1 list qemu rc=0 seen=0 quiet=0 n
+	shift
+	list=$(IFS=,; echo "$*")
+	# -m 6G: the --memory scenario gives the L2 guest more than 3 GiB (RAM across the PCI hole).
+	timeout --signal=KILL "$LIMIT" qemu-system-x86_64 -accel tcg -cpu max -m 6G -smp 2 -nographic \
+		-no-reboot -kernel "$OUT/vmlinuz" -initrd "$OUT/l1-initramfs.gz" \
+		-append "console=ttyS0 quiet panic=-1 tests=$list" </dev/null >"$log" 2>&1 &
+	qemu=$!
+	while kill -0 $qemu 2>/dev/null; do
+		sleep 1
+		n=$(grep -ac '@@ ' "$log" || true)
+		if [ "$n" != "$seen" ]; then
+			seen=$n
+			quiet=0
+		elif [ $((quiet += 1)) -ge "$SILENCE" ]; then
+			echo "no scenario started or ended for ${SILENCE}s"
+			kill -KILL $qemu 2>/dev/null || true
+			wait $qemu 2>/dev/null || true
+			return
+		fi
+	done
+	wait $qemu || rc=$?
+	case $rc in
+	0) grep -aq '^@@ DONE' "$log" && echo "done" || echo "QEMU exited without the test VM finishing" ;;
+	137) echo "did not finish within ${LIMIT}s" ;;
+	*) echo "QEMU exit status $rc" ;;
+	esac
+}
+
+# result LOG NAME: the scenario's "PASS|FAIL|SKIP seconds [second-try]" from LOG, empty if none.
+result() { grep -a "^@@ RESULT $2 " "$1" | tr -d '\r' | head -n 1 | cut -d' ' -f4- || true; }
+# (The first START line follows the console's escape sequences: no ^ anchor.)
+started() { grep -aq "@@ START $2"$'\r'"*\$" "$1"; }
 
 failed=0
-for t in "${want[@]}"; do
-	line=$(grep -a "^@@ RESULT $t " "$log" | tr -d '\r' | head -n 1 || true)
-	if [ -z "$line" ]; then
-		printf 'FAIL  %-28s (no result: the test VM stopped before it)\n' "$t"
-		failed=$((failed + 1))
-		continue
+second=0
+pending=("${want[@]}")
+retried=""
+try=1
+while [ ${#pending[@]} -gt 0 ]; do
+	log=$OUT/nested.log
+	[ $try -gt 1 ] && log=$OUT/nested.$try.log
+	why=$(boot_l1 "$log" "${pending[@]}")
+	next=()
+	for t in "${pending[@]}"; do
+		r=$(result "$log" "$t")
+		if [ -n "$r" ]; then
+			set -- $r
+			note=""
+			case " $retried " in *" $t "*) note="  (second try: the L1 test VM died during the first)" ;; esac
+			[ "${3:-}" = second-try ] && note="  (second try: the first failed; its log follows)"
+			printf '%-5s %-28s %6s%s\n' "$1" "$t" "$2" "$note"
+			if [ -n "$note" ]; then
+				second=$((second + 1))
+				[ "${3:-}" = second-try ] && [ "$1" = PASS ] &&
+					sed -n "/@@ START $t\r\?\$/,/^@@ RETRY $t\r\?\$/p" "$log" | tr -d '\r' | sed 's/^/    /'
+			fi
+			if [ "$1" != PASS ]; then
+				failed=$((failed + 1))
+				# The scenario's section of the log: its checks, L2 consoles and minivmm stderr.
+				sed -n "/@@ START $t\r\?\$/,/^@@ RESULT $t /p" "$log" | tr -d '\r' | sed 's/^/    /'
+			fi
+		elif started "$log" "$t"; then
+			echo "the L1 test VM died during $t ($why); the end of $log:"
+			tail -n 60 "$log" | tr -d '\r' | sed 's/^/    /'
+			case " $retried " in
+			*" $t "*)
+				printf 'FAIL  %-28s (the L1 test VM died during it twice)\n' "$t"
+				failed=$((failed + 1))
+				;;
+			*)
+				retried="$retried $t"
+				next+=("$t")
+				;;
+			esac
+		else
+			next+=("$t")
+		fi
+	done
+	if [ ${#next[@]} -gt 0 ] && [ ${#next[@]} = ${#pending[@]} ] && ! started "$log" "${next[0]}"; then
+		# Nothing ran at all: the L1 VM itself does not work; another boot would not help.
+		echo "the L1 test VM ran no scenario ($why); the end of $log:"
+		tail -n 60 "$log" | tr -d '\r' | sed 's/^/    /'
+		for t in "${next[@]}"; do printf 'FAIL  %-28s (no result: the test VM never ran it)\n' "$t"; done
+		failed=$((failed + ${#next[@]}))
+		break
 	fi
-	set -- $line
-	printf '%-5s %-28s %6s\n' "$4" "$t" "$5"
-	if [ "$4" != PASS ]; then
-		failed=$((failed + 1))
-		# The scenario's section of the log: its checks, L2 consoles and minivmm stderr.
-		sed -n "/^@@ START $t\r\?\$/,/^@@ RESULT $t /p" "$log" | tr -d '\r' | sed 's/^/    /'
-	fi
+	pending=("${next[@]+"${next[@]}"}")
+	try=$((try + 1))
 done
-echo "nested suite: $((${#want[@]} - failed)) of ${#want[@]} passed in $(($(date +%s) - start))s"
+echo "nested suite: $((${#want[@]} - failed)) of ${#want[@]} passed in $(($(date +%s) - start))s" \
+	"($second had a second try)"
 [ $failed = 0 ]

@@ -353,30 +353,57 @@ sc_probe() {
 
 ALL_SCENARIOS="console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe"
 
+# run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
+# VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.
+run_one() {
+	local t=$1 rc n f
+	LAST=$t
+	dmesg -c >/dev/null # the kernel log printed on failure is this try's only
+	if ( set -u; "sc_$t" ) && [ ! -f "$W/.failed" ]; then rc=PASS; else rc=FAIL; fi
+	killall -KILL minivmm 2>/dev/null
+	killall httpd 2>/dev/null
+	for n in /sys/class/net/mvt*; do [ -e "$n" ] && tunctl -d "$(basename "$n")" >/dev/null; done
+	grep " $W/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount "$m"; done
+	if [ $rc = FAIL ]; then
+		for f in "$W"/*.out; do
+			[ -f "$f" ] || continue
+			n=$(basename "$f" .out)
+			echo "--- $n: console (last 60 lines) ---"; tail -n 60 "$f"
+			echo "--- $n: minivmm stderr ---"; tail -n 30 "$W/$n.err"
+			echo "--- $n: exit status $(cat "$W/$n.rc" 2>/dev/null)"
+		done
+		echo "--- the test VM's kernel log during it (last 30 lines) ---"; dmesg | tail -n 30
+	fi
+	rm -rf "$W"/* "$W/.failed"
+	[ $rc = PASS ]
+}
+
+# The L2 guests run on an emulated hypervisor (KVM inside QEMU TCG's SVM), which now and then
+# faults a guest for no reason of its own (an L2 triple fault mid-balloon-inflate in about one
+# run in sixteen, never reproduced on demand). A failed scenario therefore gets one more try,
+# up to RETRIES per test VM: its result line then says "second-try", and the first try's log
+# (between "@@ START" and "@@ RETRY") stays in the console for run.sh to print. A scenario that
+# fails twice fails.
+RETRIES=3
+
 run_all() {
-	local list=$(echo "${1:-}" | tr ',' ' ') t start rc
+	local list=$(echo "${1:-}" | tr ',' ' ') t start rc note retries=$RETRIES
 	[ -z "$list" ] && list=$ALL_SCENARIOS
 	mkdir -p $W
 	for t in $list; do
 		start=$(date +%s)
-		LAST=$t
+		note=""
 		echo "@@ START $t"
-		if ( set -u; "sc_$t" ) && [ ! -f "$W/.failed" ]; then rc=PASS; else rc=FAIL; fi
-		# Whatever the scenario left behind, also on failure: VMMs, servers, taps, mounts.
-		killall -KILL minivmm 2>/dev/null
-		killall httpd 2>/dev/null
-		for n in /sys/class/net/mvt*; do [ -e "$n" ] && tunctl -d "$(basename "$n")" >/dev/null; done
-		grep " $W/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount "$m"; done
-		if [ $rc = FAIL ]; then
-			for f in "$W"/*.out; do
-				[ -f "$f" ] || continue
-				n=$(basename "$f" .out)
-				echo "--- $n: console (last 60 lines) ---"; tail -n 60 "$f"
-				echo "--- $n: minivmm stderr ---"; tail -n 30 "$W/$n.err"
-				echo "--- $n: exit status $(cat "$W/$n.rc" 2>/dev/null)"
-			done
+		if run_one $t; then
+			rc=PASS
+		elif [ $retries -gt 0 ]; then
+			retries=$((retries - 1))
+			echo "@@ RETRY $t"
+			note=" second-try"
+			if run_one $t; then rc=PASS; else rc=FAIL; fi
+		else
+			rc=FAIL
 		fi
-		rm -rf "$W"/* "$W/.failed"
-		echo "@@ RESULT $t $rc $(($(date +%s) - start))s"
+		echo "@@ RESULT $t $rc $(($(date +%s) - start))s$note"
 	done
 }
