@@ -178,12 +178,23 @@ int x86_vcpu_init(int kvm_fd, int vcpu_fd, int index, int nr_cpus)
 	return 0;
 }
 
+bool x86_vcpu_at_reset_vector(const struct kvm_regs *regs, const struct kvm_sregs *sregs)
+{
+	return regs->rip == 0xfff0 && sregs->cs.selector == 0xf000 && !(sregs->cr0 & X86_CR0_PE);
+}
+
 void x86_vcpu_dump(int vcpu_fd, const struct guest_mem *mem)
 {
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
 	if (ioctl(vcpu_fd, KVM_GET_REGS, &regs) < 0 || ioctl(vcpu_fd, KVM_GET_SREGS, &sregs) < 0) {
 		log_error("cannot read vCPU registers: %s", strerror(errno));
+		return;
+	}
+	if (x86_vcpu_at_reset_vector(&regs, &sregs)) {
+		/* KVM on AMD (SVM) reinitialises the vCPU when it intercepts a shutdown: what is
+		 * left is the reset state, which would only mislead. */
+		log_error("registers: lost (this KVM reset the vCPU at the fault; AMD SVM does)");
 		return;
 	}
 	const char *mode = !(sregs.cr0 & X86_CR0_PE)	 ? "real"

@@ -2,6 +2,8 @@
 #ifndef MINIVMM_X86_CPU_H
 #define MINIVMM_X86_CPU_H
 
+#include <linux/kvm.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "arch/x86/boot.h"
@@ -16,5 +18,8 @@ int x86_vcpu_init(int kvm_fd, int vcpu_fd, int index, int nr_cpus);
 int x86_vcpu_set_boot_regs(int vcpu_fd, const struct boot_entry *entry);
 /* Log RIP, mode and the instruction bytes at RIP (for internal errors). */
 void x86_vcpu_dump(int vcpu_fd, const struct guest_mem *mem);
+/* The architectural reset state (real mode at F000:FFF0): what KVM on AMD leaves after a
+ * triple fault, so the state at the fault is gone. */
+bool x86_vcpu_at_reset_vector(const struct kvm_regs *regs, const struct kvm_sregs *sregs);
 
 #endif
