@@ -110,7 +110,11 @@ complete_lines() { while IFS= read -r l; do printf '%s\n' "$l"; done <"$1"; }
 wait_line() {
 	for _ in $(seq "${4:-300}"); do
 		complete_lines "$TEST_TMP/$1.$2" | grep -Eq -- "$3" && return 0
-		[ -n "${VMM_PID:-}" ] && ! kill -0 "$VMM_PID" 2>/dev/null && break
+		if [ -n "${VMM_PID:-}" ] && ! kill -0 "$VMM_PID" 2>/dev/null; then
+			# It may have written the line just before exiting, after the look above.
+			complete_lines "$TEST_TMP/$1.$2" | grep -Eq -- "$3" && return 0
+			break
+		fi
 		sleep 0.1
 	done
 	show "$1"

@@ -28,13 +28,8 @@ ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
 	--net user,transport=mmio --disk "path=$disk" --rng --balloon --api-sock "$sock" \
 	--jail "$jail,uid=65534,gid=65534" --cmdline "test=demo hold=serial"
 pid=$VMM_PID
-for _ in $(seq 600); do
-	grep -q '^probe: holding' "$TEST_TMP/vm.out" && break
-	kill -0 $pid 2>/dev/null || break
-	sleep 0.1
-done
+wait_line vm out '^probe: holding' 600
 expect_line vm out '^probe: demo summary: .* 4/4 pings answered'
-expect_line vm out '^probe: holding'
 expect_line vm err "^minivmm: jail: chroot $jail, uid 65534, gid 65534"
 
 [ "$(readlink "/proc/$pid/root")" = "$jail" ] ||

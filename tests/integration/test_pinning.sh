@@ -18,12 +18,7 @@ run_vmm_bg --fifo pin --kernel "$FW/probe.elf" --cpus 2 --pin "0=$last,1=0" \
 pid=$VMM_PID
 
 # Wait (bounded) for the guest to report that it holds: every vCPU has run by then.
-for _ in $(seq 600); do
-	grep -q '^probe: holding' "$TEST_TMP/pin.out" && break
-	kill -0 $pid 2>/dev/null || break
-	sleep 0.1
-done
-grep -q '^probe: holding' "$TEST_TMP/pin.out" || { show pin; fail "the probe never reached its hold point"; }
+wait_line pin out '^probe: holding' 600
 
 # The VMM's own report, then the kernel's view of each thread.
 tid0=$(sed -n 's/^minivmm: vcpu 0: tid \([0-9]*\), host cpus \([0-9,-]*\) (pinned)$/\1/p' "$TEST_TMP/pin.err")
