@@ -10,7 +10,7 @@
 
 #include "arch/x86/layout.h"
 #include "devices/serial.h"
-#include "vmm/log.h"
+#include "vmm/base/log.h"
 #include "vmm/virtio_devices.h"
 #include "vmm/vm.h"
 

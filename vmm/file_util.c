@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "vmm/base/log.h"
 
 int read_whole_file(const char *path, const char *what, size_t max_size, uint8_t **buf,
 		    size_t *size)
