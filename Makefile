@@ -92,8 +92,9 @@ FUZZ_virtio_mmio_SRCS := devices/virtio/mmio.c devices/virtio/virtio.c devices/v
 FUZZ_virtio_pci_SRCS := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
 	devices/virtio/virtqueue.c devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/event_loop.c \
 	vmm/base/log.c vmm/base/gsi_routing.c vmm/base/io_bus.c vmm/options.c
-FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x86/machine.c,$(wildcard arch/x86/*.c)) \
-	vmm/base/guest_mem.c
+# (arch/x86 less what needs KVM, libfdt or the legacy devices.)
+FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x86/machine.c \
+	arch/x86/fdt.c arch/x86/pc_devices.c,$(wildcard arch/x86/*.c)) vmm/base/guest_mem.c
 # The device targets (fuzz_vdev.h): a device model over the virtio core, no transport.
 FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c vmm/base/guest_mem.c \
 	vmm/base/event_loop.c vmm/base/log.c vmm/options.c
