@@ -24,7 +24,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \
-	clean fuzz fuzz-coverage mutants
+	check-layers clean fuzz fuzz-coverage mutants
 all: $(BUILD)/minivmm firmware
 
 $(BUILD)/minivmm: $(VMM_OBJS)
@@ -67,7 +67,7 @@ sanitize-test:
 	$(MAKE) BUILD=build-san SANITIZE=1 build-san/minivmm
 	MINIVMM=build-san/minivmm MINIVMM_SKIP_STOCK_KERNEL=1 ./tests/integration/run.sh
 
-test: check-format unit-test integration-test linux-test sanitize-test
+test: check-format check-layers unit-test integration-test linux-test sanitize-test
 	@echo "ALL TESTS PASSED"
 
 # Mutation check (not part of `make test`): every mutant in tests/mutants.txt, applied alone to a
@@ -182,6 +182,9 @@ format:
 	clang-format -i $(FORMAT_SRCS)
 check-format:
 	clang-format --dry-run -Werror $(FORMAT_SRCS)
+# The include arrows point one way, vmm/ -> arch/ -> devices/ -> vmm/base/ (check-layers.sh).
+check-layers:
+	./scripts/check-layers.sh
 
 clean:
 	rm -rf build build-san $(FUZZ_BUILD) $(FUZZ_COV_BUILD)
