@@ -15,7 +15,8 @@ CFLAGS  += $(CFLAGS_COMMON)
 LDLIBS  := -lpthread -lfdt -luring -lslirp -lseccomp
 LDFLAGS += $(LDFLAGS_SAN)
 
-VMM_SRCS  := $(wildcard vmm/*.c vmm/kinds/*.c devices/*.c devices/virtio/*.c devices/net/*.c arch/x86/*.c)
+VMM_SRCS  := $(wildcard vmm/*.c vmm/base/*.c vmm/kinds/*.c devices/*.c devices/virtio/*.c \
+	devices/net/*.c arch/x86/*.c)
 VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o)
 # Everything but main() is also linked into the unit tests.
 LIB_OBJS  := $(filter-out $(BUILD)/obj/vmm/main.o,$(VMM_OBJS))
@@ -23,7 +24,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \
-	clean fuzz fuzz-coverage mutants
+	check-layers clean fuzz fuzz-coverage mutants
 all: $(BUILD)/minivmm firmware
 
 $(BUILD)/minivmm: $(VMM_OBJS)
@@ -66,7 +67,7 @@ sanitize-test:
 	$(MAKE) BUILD=build-san SANITIZE=1 build-san/minivmm
 	MINIVMM=build-san/minivmm MINIVMM_SKIP_STOCK_KERNEL=1 ./tests/integration/run.sh
 
-test: check-format unit-test integration-test linux-test sanitize-test
+test: check-format check-layers unit-test integration-test linux-test sanitize-test
 	@echo "ALL TESTS PASSED"
 
 # Mutation check (not part of `make test`): every mutant in tests/mutants.txt, applied alone to a
@@ -84,18 +85,19 @@ FUZZ_BUILD   := build-fuzz
 FUZZ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -O1 -g -D_GNU_SOURCE -I. -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_virtqueue_SRCS := devices/virtio/virtqueue.c vmm/guest_mem.c
+FUZZ_virtqueue_SRCS := devices/virtio/virtqueue.c vmm/base/guest_mem.c
 FUZZ_json_SRCS := vmm/json.c
 FUZZ_virtio_mmio_SRCS := devices/virtio/mmio.c devices/virtio/virtio.c devices/virtio/virtqueue.c \
-	devices/virtio/rng.c vmm/guest_mem.c vmm/event_loop.c vmm/log.c vmm/options.c
+	devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/event_loop.c vmm/base/log.c vmm/options.c
 FUZZ_virtio_pci_SRCS := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
-	devices/virtio/virtqueue.c devices/virtio/rng.c vmm/guest_mem.c vmm/event_loop.c vmm/log.c \
-	vmm/gsi_routing.c vmm/io_bus.c vmm/options.c
-FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x86/machine.c,$(wildcard arch/x86/*.c)) \
-	vmm/guest_mem.c
+	devices/virtio/virtqueue.c devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/event_loop.c \
+	vmm/base/log.c vmm/base/gsi_routing.c vmm/base/io_bus.c vmm/options.c
+# (arch/x86 less what needs KVM, libfdt or the legacy devices.)
+FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x86/machine.c \
+	arch/x86/fdt.c arch/x86/pc_devices.c,$(wildcard arch/x86/*.c)) vmm/base/guest_mem.c
 # The device targets (fuzz_vdev.h): a device model over the virtio core, no transport.
-FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c vmm/guest_mem.c \
-	vmm/event_loop.c vmm/log.c vmm/options.c
+FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c vmm/base/guest_mem.c \
+	vmm/base/event_loop.c vmm/base/log.c vmm/options.c
 FUZZ_virtio_rng_SRCS := devices/virtio/rng.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/virtio/blk_io.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_LIBS := -lpthread -luring
@@ -128,8 +130,8 @@ FUZZ_api_FLAGS := -max_len=16384
 
 .SECONDEXPANSION:
 .PRECIOUS: $(FUZZ_BUILD)/fuzz_%
-$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*.h devices/*.h \
-		devices/virtio/*.h arch/x86/*.h)
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*.h \
+		vmm/base/*.h devices/*.h devices/virtio/*.h arch/x86/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_$*_CFLAGS) -o $@ $(filter %.c,$^) $(or $(FUZZ_$*_LIBS),-lpthread)
 
@@ -164,7 +166,7 @@ FUZZ_virtio_balloon_COV := devices/virtio/balloon.c
 
 .PRECIOUS: $(FUZZ_COV_BUILD)/fuzz_%
 $(FUZZ_COV_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*.h \
-		devices/*.h devices/virtio/*.h arch/x86/*.h)
+		vmm/base/*.h devices/*.h devices/virtio/*.h arch/x86/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_COV_CFLAGS) $(FUZZ_$*_CFLAGS) -o $@ $(filter %.c,$^) \
 		$(or $(FUZZ_$*_LIBS),-lpthread)
@@ -180,6 +182,9 @@ format:
 	clang-format -i $(FORMAT_SRCS)
 check-format:
 	clang-format --dry-run -Werror $(FORMAT_SRCS)
+# The include arrows point one way, vmm/ -> arch/ -> devices/ -> vmm/base/ (check-layers.sh).
+check-layers:
+	./scripts/check-layers.sh
 
 clean:
 	rm -rf build build-san $(FUZZ_BUILD) $(FUZZ_COV_BUILD)

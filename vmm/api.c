@@ -15,13 +15,13 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "file_util.h"
 #include "device_registry.h"
+#include "file_util.h"
 #include "json.h"
-#include "log.h"
 #include "vcpu.h"
 #include "virtio_devices.h"
 #include "vm.h"
+#include "vmm/base/log.h"
 
 #define API_MAX_CLIENTS 16
 #define PAUSE_WAIT_MS	1000

@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "device_registry.h"
-#include "seccomp.h"
 #include "jail.h"
-#include "log.h"
 #include "options.h"
+#include "seccomp.h"
+#include "vmm/base/log.h"
 
 #define MIN_MEMORY (16ULL << 20)
 #define MAX_MEMORY (1ULL << 40)

@@ -11,7 +11,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "vmm/base/log.h"
 
 #define CTRL_A 0x01
 

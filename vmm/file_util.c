@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "vmm/base/log.h"
 
 int read_whole_file(const char *path, const char *what, size_t max_size, uint8_t **buf,
 		    size_t *size)
@@ -53,6 +53,22 @@ int read_whole_file(const char *path, const char *what, size_t max_size, uint8_t
 	close(fd);
 	*buf = p;
 	*size = len;
+	return 0;
+}
+
+int write_whole_file(const char *path, const uint8_t *buf, size_t size)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		log_error("cannot create %s: %s", path, strerror(errno));
+		return -1;
+	}
+	ssize_t n = write(fd, buf, size);
+	close(fd);
+	if (n != (ssize_t)size) {
+		log_error("cannot write %s", path);
+		return -1;
+	}
 	return 0;
 }
 

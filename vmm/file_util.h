@@ -1,4 +1,5 @@
-/* Reading whole input files (kernel, initrd) with size limits and clear errors. */
+/* Reading whole input files (kernel, initrd) with size limits and clear errors; writing whole
+ * output files (--dump-dtb). */
 #ifndef MINIVMM_FILE_UTIL_H
 #define MINIVMM_FILE_UTIL_H
 
@@ -9,6 +10,8 @@
  * non-regular or larger-than-max_size file. */
 int read_whole_file(const char *path, const char *what, size_t max_size, uint8_t **buf,
 		    size_t *size);
+/* Create or truncate path (mode 0644) and write buf to it. Returns 0 or -1 (logged). */
+int write_whole_file(const char *path, const uint8_t *buf, size_t size);
 
 /* Open (O_PATH) the directory that holds path and point *name at path's last component, so
  * that the file can still be removed after a chroot (unlinkat). Returns the fd or -1. */

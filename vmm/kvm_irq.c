@@ -5,8 +5,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "log.h"
 #include "vm.h"
+#include "vmm/base/log.h"
 
 static int ioeventfd(struct vm *vm, uint64_t addr, uint32_t len, bool pio, bool datamatch,
 		     uint64_t value, int fd, bool deassign)

@@ -7,7 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "vmm/base/log.h"
 
 int kvm_open(void)
 {

@@ -11,45 +11,34 @@
 #include "api.h"
 #include "arch/x86/boot.h"
 #include "arch/x86/cpu.h"
+#include "arch/x86/dsdt.h"
+#include "arch/x86/fdt.h"
 #include "arch/x86/layout.h"
-#include "devices/pci.h"
+#include "arch/x86/pc_devices.h"
 #include "cli.h"
 #include "console.h"
 #include "ctl.h"
-#include "arch/x86/dsdt.h"
-#include "devices/acpi_sleep.h"
-#include "devices/debug_exit.h"
-#include "devices/i8042.h"
-#include "devices/rtc.h"
+#include "devices/pci.h"
 #include "devices/serial.h"
-#include "fdt.h"
 #include "file_util.h"
 #include "jail.h"
-#include "log.h"
 #include "seccomp.h"
 #include "vcpu.h"
 #include "virtio_devices.h"
 #include "vm.h"
+#include "vmm/base/log.h"
 
 #define CMDLINE_BUF_SIZE 65536
 
-/* Legacy PC devices every VM has; owned by main for the VM's lifetime. */
-struct legacy_devices {
-	struct serial serial;
-	struct debug_exit exit_port;
-	struct i8042 i8042;
-	struct rtc rtc;
-	struct acpi_sleep sleep;
-};
-
+/* What the legacy PC devices (arch/x86/pc_devices.h) do to the VM. */
 static void serial_tx(void *opaque, uint8_t byte)
 {
 	console_write(((struct vm *)opaque)->console, byte);
 }
 
-static void serial_irq(void *opaque, int level)
+static void set_irq(void *opaque, int gsi, int level)
 {
-	vm_set_irq(opaque, SERIAL_COM1_IRQ, level);
+	vm_set_irq(opaque, gsi, level);
 }
 
 static void stop_with_status(void *opaque, int status)
@@ -80,24 +69,17 @@ static void console_quit(void *opaque)
 	vm_request_stop(opaque, 0);
 }
 
-static int add_legacy_devices(struct vm *vm, struct legacy_devices *d)
+static int add_legacy_devices(struct vm *vm, struct x86_pc_devices *d)
 {
-	serial_init(&d->serial,
-		    &(struct serial_ops){.tx = serial_tx, .set_irq = serial_irq, .opaque = vm});
-	vm->serial = &d->serial;
-	d->exit_port = (struct debug_exit){.stop = stop_with_status, .opaque = vm};
-	d->i8042 = (struct i8042){.reset = guest_reset, .opaque = vm};
-	d->sleep = (struct acpi_sleep){.power_off = guest_power_off, .opaque = vm};
-	rtc_init(&d->rtc);
-	if (io_bus_register(&vm->pio, SERIAL_COM1_BASE, 8, serial_io, &d->serial) ||
-	    io_bus_register(&vm->pio, DEBUG_EXIT_PORT, 1, debug_exit_io, &d->exit_port) ||
-	    io_bus_register(&vm->pio, I8042_DATA_PORT, 5, i8042_io, &d->i8042) ||
-	    io_bus_register(&vm->pio, RTC_PORT, 2, rtc_io, &d->rtc) ||
-	    io_bus_register(&vm->pio, ACPI_SLEEP_CONTROL_PORT, ACPI_SLEEP_PORTS, acpi_sleep_io,
-			    &d->sleep)) {
-		log_error("cannot register legacy devices");
+	const struct x86_pc_ops ops = {.serial_tx = serial_tx,
+				       .set_irq = set_irq,
+				       .stop = stop_with_status,
+				       .reset = guest_reset,
+				       .power_off = guest_power_off,
+				       .opaque = vm};
+	if (x86_pc_devices_create(d, &vm->pio, &ops))
 		return -1;
-	}
+	vm->serial = &d->serial;
 	return 0;
 }
 
@@ -109,7 +91,9 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg, const char *cm
 	uint8_t *kernel = NULL, *initrd = NULL;
 	size_t kernel_size = 0, initrd_size = 0;
 	int rc = -1;
-	/* Distribution kernels find virtio-mmio devices only through ACPI. */
+	/* Distribution kernels find virtio-mmio devices only through ACPI; the device tree lists
+	 * the same windows. */
+	_Static_assert(VIRTIO_MMIO_MAX_DEVS <= DSDT_MAX_MMIO_DEVICES, "the DSDT lists them all");
 	struct dsdt_mmio_device mmio[DSDT_MAX_MMIO_DEVICES];
 	struct dsdt_config acpi_devices = {.virtio_mmio = mmio};
 	for (int i = 0; i < devs->nr; i++) {
@@ -138,9 +122,9 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg, const char *cm
 	    .acpi_devices = &acpi_devices,
 	};
 	if (cfg->dump_dtb_path || cfg->pass_dtb) {
-		if (fdt_build_machine(vm, devs, &dtb, &dtb_size))
+		if (x86_fdt_build(&vm->mem, vm->nr_vcpus, &acpi_devices, &dtb, &dtb_size))
 			goto out;
-		if (cfg->dump_dtb_path && fdt_write_file(cfg->dump_dtb_path, dtb, dtb_size))
+		if (cfg->dump_dtb_path && write_whole_file(cfg->dump_dtb_path, dtb, dtb_size))
 			goto out;
 		if (cfg->pass_dtb) {
 			args.dtb = dtb;
@@ -285,14 +269,14 @@ static int start_guest(struct vm *vm, const struct vm_config *cfg, struct seccom
 
 /* Undo what runs (threads, control socket, legacy devices), reporting the devices' counters. */
 static void stop_guest(struct vm *vm, struct api_server *api, struct virtio_devices *virtio,
-		       struct legacy_devices *legacy, int status)
+		       struct x86_pc_devices *legacy, int status)
 {
 	vm_request_stop(vm, status);
 	vcpus_stop(vm);
 	event_loop_stop(&vm->loop);
 	api_server_stop(api);
 	virtio_devices_report(virtio);
-	serial_destroy(&legacy->serial);
+	x86_pc_devices_destroy(legacy);
 }
 
 int main(int argc, char **argv)
@@ -316,7 +300,7 @@ int main(int argc, char **argv)
 
 	static struct vm vm; /* large (vCPU table); static keeps it off the stack */
 	static struct virtio_devices virtio;
-	struct legacy_devices legacy;
+	struct x86_pc_devices legacy; /* owned by main for the VM's lifetime */
 	struct console console;
 	struct boot_entry entry;
 	struct api_server *api = NULL;

@@ -13,8 +13,8 @@
 
 #include "arch/x86/cpu.h"
 #include "cli.h"
-#include "log.h"
 #include "seccomp.h"
+#include "vmm/base/log.h"
 
 /* Signal used to kick a vCPU thread out of KVM_RUN; its handler does nothing. */
 #define SIG_VCPU_KICK SIGUSR1

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "arch/x86/machine.h"
-#include "gsi_routing.h"
 #include "kvm_util.h"
-#include "log.h"
+#include "vmm/base/gsi_routing.h"
+#include "vmm/base/log.h"
 
 static int add_memory_slots(struct vm *vm)
 {

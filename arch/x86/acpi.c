@@ -5,11 +5,11 @@
 #include <string.h>
 
 #include "arch/x86/aml.h"
-#include "vmm/byteorder.h"
 #include "arch/x86/dsdt.h"
 #include "arch/x86/layout.h"
 #include "devices/acpi_sleep.h"
 #include "devices/i8042.h"
+#include "vmm/base/byteorder.h"
 
 #define OEM_ID		 "MNVMM "   /* 6 bytes */
 #define OEM_TABLE_ID	 "MINIVMM " /* 8 bytes */

@@ -4,12 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vmm/byteorder.h"
 #include "arch/x86/bzimage.h"
 #include "arch/x86/cmdline.h"
 #include "arch/x86/e820.h"
 #include "arch/x86/initrd.h"
 #include "arch/x86/layout.h"
+#include "vmm/base/byteorder.h"
 
 _Static_assert(BP_OFF_E820_TABLE + BP_E820_MAX * BP_E820_ENTRY_SIZE <= BP_SIZE,
 	       "e820_table must fit in the zero page");

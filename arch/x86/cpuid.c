@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "vmm/log.h"
+#include "vmm/base/log.h"
 
 #define CPUID_MAX_ENTRIES 256
 

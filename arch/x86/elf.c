@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vmm/byteorder.h"
 #include "arch/x86/layout.h"
+#include "vmm/base/byteorder.h"
 
 /* One program header, widened to 64 bits whatever the ELF class. */
 struct phdr {

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vmm/byteorder.h"
 #include "arch/x86/layout.h"
+#include "vmm/base/byteorder.h"
 
 #define MP_SPEC_REV	 4 /* 1.4 */
 #define LAPIC_VERSION	 0x14

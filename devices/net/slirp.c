@@ -10,8 +10,8 @@
 #include <sys/epoll.h>
 #include <time.h>
 
-#include "vmm/event_loop.h"
-#include "vmm/log.h"
+#include "vmm/base/event_loop.h"
+#include "vmm/base/log.h"
 
 #define RXQ_FRAMES  256 /* frames slirp produced that the guest has not taken yet */
 #define FRAME_MAX   (NET_HDR_LEN + 65536)

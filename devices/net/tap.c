@@ -12,8 +12,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "vmm/event_loop.h"
-#include "vmm/log.h"
+#include "vmm/base/event_loop.h"
+#include "vmm/base/log.h"
 
 #ifndef TUN_F_USO4
 #define TUN_F_USO4 0x20

@@ -23,9 +23,9 @@
 #include <unistd.h>
 
 #include "devices/virtio/blk_io.h"
-#include "vmm/byteorder.h"
-#include "vmm/event_loop.h"
-#include "vmm/log.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/event_loop.h"
+#include "vmm/base/log.h"
 
 #define BLK_QUEUE_SIZE	 256
 #define BLK_SECTOR	 512u

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vmm/log.h"
+#include "vmm/base/log.h"
 
 /* Drop the first n bytes of an iovec array in place (after a short transfer). */
 static void iov_advance(struct blk_io *io, uint64_t n)

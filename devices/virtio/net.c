@@ -8,8 +8,8 @@
 
 #include "devices/net/backend.h"
 #include "devices/virtio/virtio.h"
-#include "vmm/event_loop.h"
-#include "vmm/log.h"
+#include "vmm/base/event_loop.h"
+#include "vmm/base/log.h"
 
 /* Feature bits (virtio 1.2, 5.1.3). */
 #define VIRTIO_NET_F_CSUM	0

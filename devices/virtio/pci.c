@@ -7,8 +7,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "vmm/gsi_routing.h"
-#include "vmm/log.h"
+#include "vmm/base/gsi_routing.h"
+#include "vmm/base/log.h"
 
 static uint64_t get_le(const uint8_t *p, uint32_t len)
 {

@@ -6,7 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "vmm/log.h"
+#include "vmm/base/log.h"
 
 static void serve_early_buffers(void *opaque);
 

@@ -40,10 +40,10 @@
 #include "devices/virtio/balloon.h"
 #include "devices/virtio/rng.h"
 #include "vmm/api.h"
+#include "vmm/base/log.h"
 #include "vmm/config.h"
 #include "vmm/json.h"
 #include "vmm/kinds/kinds.h"
-#include "vmm/log.h"
 #include "vmm/virtio_devices.h"
 #include "vmm/vm.h"
 

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "vmm/base/log.h"
 #include "vmm/cli.h"
-#include "vmm/log.h"
 
 #define MAX_WORDS 64
 

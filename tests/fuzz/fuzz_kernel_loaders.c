@@ -26,10 +26,10 @@
 #include "arch/x86/boot_params.h"
 #include "arch/x86/bzimage.h"
 #include "arch/x86/e820.h"
-#include "arch/x86/pvh.h"
 #include "arch/x86/initrd.h"
 #include "arch/x86/layout.h"
-#include "vmm/byteorder.h"
+#include "arch/x86/pvh.h"
+#include "vmm/base/byteorder.h"
 
 #define HDR_SIZE    24
 #define CMDLINE_CAP 512

@@ -16,9 +16,9 @@
 #include "devices/pci.h"
 #include "devices/virtio/pci.h"
 #include "devices/virtio/rng.h"
-#include "vmm/event_loop.h"
-#include "vmm/gsi_routing.h"
-#include "vmm/log.h"
+#include "vmm/base/event_loop.h"
+#include "vmm/base/gsi_routing.h"
+#include "vmm/base/log.h"
 
 #define RAM_SIZE (1u << 20)
 #define SEED_LEN 4096

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "arch/x86/aml.h"
-#include "vmm/byteorder.h"
 #include "arch/x86/dsdt.h"
+#include "vmm/base/byteorder.h"
 
 static uint8_t buf[16384];
 static struct aml a;

@@ -2,7 +2,7 @@
  * scheduling, none is lost when callbacks schedule each other, timers fire once. */
 #include <criterion/criterion.h>
 
-#include "vmm/event_loop.h"
+#include "vmm/base/event_loop.h"
 
 static struct event_loop loop;
 static struct bottom_half a, b, c;

@@ -6,15 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices/virtio/rng.h"
-#include "vmm/fdt.h"
-#include "vmm/kinds/kinds.h"
-#include "vmm/virtio_devices.h"
-#include "vmm/vm.h"
+#include "arch/x86/dsdt.h"
+#include "arch/x86/fdt.h"
+#include "vmm/base/guest_mem.h"
 
-static struct vm vm;
-static struct virtio_devices devs;
-static struct device_config mmio_cfg = {.kind = &virtio_rng_kind, .transport = TRANSPORT_MMIO};
+static struct guest_mem mem;
 
 /* reg = <address size> as host integers (properties are only 4-byte aligned: copy them). */
 static const uint64_t *reg_of(const void *fdt, const char *path)
@@ -36,16 +32,13 @@ static const uint64_t *reg_of(const void *fdt, const char *path)
 Test(fdt, describes_the_machine)
 {
 	/* 5 GiB of RAM: two memory nodes around the MMIO hole. Backing memory is not touched. */
-	guest_mem_init_with(&vm.mem, (uint8_t *)0x1000, 5ULL << 30);
-	vm.nr_vcpus = 3;
-	devs.nr = 1;
-	devs.slots[0].cfg = &mmio_cfg;
-	devs.slots[0].mmio.base = 0xd0001000;
-	devs.slots[0].mmio.irq = 6;
+	guest_mem_init_with(&mem, (uint8_t *)0x1000, 5ULL << 30);
+	const struct dsdt_mmio_device mmio = {.base = 0xd0001000, .size = 0x200, .gsi = 6};
+	const struct dsdt_config devices = {.virtio_mmio = &mmio, .nr_virtio_mmio = 1};
 
 	uint8_t *blob;
 	size_t size;
-	cr_assert_eq(fdt_build_machine(&vm, &devs, &blob, &size), 0);
+	cr_assert_eq(x86_fdt_build(&mem, 3, &devices, &blob, &size), 0);
 	cr_assert_eq(fdt_check_header(blob), 0);
 	cr_assert_eq(fdt_totalsize(blob), size);
 
@@ -69,6 +62,7 @@ Test(fdt, describes_the_machine)
 
 	r = reg_of(blob, "/virtio_mmio@d0001000");
 	cr_assert_eq(r[0], 0xd0001000);
+	cr_assert_eq(r[1], 0x200);
 	int node = fdt_path_offset(blob, "/virtio_mmio@d0001000");
 	int len;
 	const fdt32_t *irq = fdt_getprop(blob, node, "interrupts", &len);
@@ -80,5 +74,19 @@ Test(fdt, describes_the_machine)
 	cr_assert_eq(fdt_node_check_compatible(blob, node, "ns16550a"), 0);
 	node = fdt_path_offset(blob, "/pci@e0000000");
 	cr_assert_eq(fdt_node_check_compatible(blob, node, "pci-host-ecam-generic"), 0);
+	free(blob);
+}
+
+Test(fdt, without_virtio_mmio_devices)
+{
+	guest_mem_init_with(&mem, (uint8_t *)0x1000, 64ULL << 20);
+	uint8_t *blob;
+	size_t size;
+	cr_assert_eq(x86_fdt_build(&mem, 1, NULL, &blob, &size), 0);
+	cr_assert_geq(fdt_path_offset(blob, "/memory@0"), 0);
+	cr_assert_geq(fdt_path_offset(blob, "/cpus/cpu@0"), 0);
+	int node;
+	fdt_for_each_subnode(node, blob, 0)
+	    cr_assert_neq(strncmp(fdt_get_name(blob, node, NULL), "virtio_mmio@", 12), 0);
 	free(blob);
 }

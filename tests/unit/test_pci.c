@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "arch/x86/layout.h"
-#include "log_capture.h"
 #include "devices/pci.h"
-#include "vmm/io_bus.h"
+#include "log_capture.h"
+#include "vmm/base/io_bus.h"
 
 static struct io_bus mmio, pio;
 static struct pci_bus bus;

@@ -18,7 +18,7 @@
 #include "devices/net/backend.h"
 #include "devices/net/slirp.h"
 #include "devices/virtio/net.h"
-#include "vmm/event_loop.h"
+#include "vmm/base/event_loop.h"
 #include "vmm/kinds/kinds.h"
 #include "vmm/options.h"
 

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "devices/virtio/blk.h"
-#include "vmm/event_loop.h"
-#include "vmm/guest_mem.h"
+#include "vmm/base/event_loop.h"
+#include "vmm/base/guest_mem.h"
 #include "vmm/kinds/kinds.h"
 #include "vmm/options.h"
 

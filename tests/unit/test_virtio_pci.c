@@ -9,7 +9,7 @@
 #include "arch/x86/layout.h"
 #include "devices/pci.h"
 #include "devices/virtio/pci.h"
-#include "vmm/gsi_routing.h"
+#include "vmm/base/gsi_routing.h"
 #include "x86_test_util.h"
 
 #define BAR PCI_MMIO_BASE

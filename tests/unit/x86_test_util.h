@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "vmm/byteorder.h"
 #include "arch/x86/bzimage.h"
-#include "vmm/guest_mem.h"
+#include "vmm/base/byteorder.h"
+#include "vmm/base/guest_mem.h"
 
 #define MiB (1024ULL * 1024)
 #define GiB (1024ULL * MiB)

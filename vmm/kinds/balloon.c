@@ -9,8 +9,8 @@
 
 #include "devices/virtio/balloon.h"
 #include "vmm/api.h"
+#include "vmm/base/guest_mem.h"
 #include "vmm/device_registry.h"
-#include "vmm/guest_mem.h"
 #include "vmm/json.h"
 #include "vmm/options.h"
 #include "vmm/virtio_devices.h"

@@ -1,18 +1,14 @@
 #include "fdt.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <libfdt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
+#include "arch/x86/dsdt.h"
 #include "arch/x86/layout.h"
 #include "devices/serial.h"
-#include "vmm/log.h"
-#include "vmm/virtio_devices.h"
-#include "vmm/vm.h"
+#include "vmm/base/guest_mem.h"
+#include "vmm/base/log.h"
 
 #define FDT_MAX_SIZE   (64 * 1024)
 #define PHANDLE_IOAPIC 1
@@ -26,11 +22,11 @@ static int prop_u64_pair(void *fdt, const char *name, uint64_t a, uint64_t b)
 	return fdt_property(fdt, name, cells, sizeof(cells));
 }
 
-static int add_memory(void *fdt, const struct vm *vm)
+static int add_memory(void *fdt, const struct guest_mem *mem)
 {
 	int rc = 0;
-	for (int i = 0; i < vm->mem.nr_regions && !rc; i++) {
-		const struct mem_region *r = &vm->mem.regions[i];
+	for (int i = 0; i < mem->nr_regions && !rc; i++) {
+		const struct mem_region *r = &mem->regions[i];
 		char name[40];
 		snprintf(name, sizeof(name), "memory@%llx", (unsigned long long)r->gpa);
 		rc = fdt_begin_node(fdt, name);
@@ -41,12 +37,12 @@ static int add_memory(void *fdt, const struct vm *vm)
 	return rc;
 }
 
-static int add_cpus(void *fdt, const struct vm *vm)
+static int add_cpus(void *fdt, int nr_cpus)
 {
 	int rc = fdt_begin_node(fdt, "cpus");
 	rc = rc ?: fdt_property_u32(fdt, "#address-cells", 1);
 	rc = rc ?: fdt_property_u32(fdt, "#size-cells", 0);
-	for (int i = 0; i < vm->nr_vcpus && !rc; i++) {
+	for (int i = 0; i < nr_cpus && !rc; i++) {
 		char name[24];
 		snprintf(name, sizeof(name), "cpu@%d", i);
 		rc = fdt_begin_node(fdt, name);
@@ -91,20 +87,17 @@ static int add_serial(void *fdt)
 	return rc ?: fdt_end_node(fdt);
 }
 
-static int add_virtio_mmio(void *fdt, const struct virtio_devices *devs)
+static int add_virtio_mmio(void *fdt, const struct dsdt_config *devices)
 {
 	int rc = 0;
-	for (int i = 0; i < devs->nr && !rc; i++) {
-		const struct virtio_slot *slot = &devs->slots[i];
-		if (slot->cfg->transport != TRANSPORT_MMIO)
-			continue;
+	for (int i = 0; devices && i < devices->nr_virtio_mmio && !rc; i++) {
+		const struct dsdt_mmio_device *d = &devices->virtio_mmio[i];
 		char name[40];
-		snprintf(name, sizeof(name), "virtio_mmio@%llx",
-			 (unsigned long long)slot->mmio.base);
+		snprintf(name, sizeof(name), "virtio_mmio@%llx", (unsigned long long)d->base);
 		rc = fdt_begin_node(fdt, name);
 		rc = rc ?: fdt_property_string(fdt, "compatible", "virtio,mmio");
-		rc = rc ?: prop_u64_pair(fdt, "reg", slot->mmio.base, VIRTIO_MMIO_SIZE);
-		rc = rc ?: prop_irq(fdt, slot->mmio.irq);
+		rc = rc ?: prop_u64_pair(fdt, "reg", d->base, d->size);
+		rc = rc ?: prop_irq(fdt, (int)d->gsi);
 		rc = rc ?: fdt_property(fdt, "dma-coherent", NULL, 0);
 		rc = rc ?: fdt_end_node(fdt);
 	}
@@ -137,8 +130,8 @@ static int add_pci(void *fdt)
 	return rc ?: fdt_end_node(fdt);
 }
 
-int fdt_build_machine(const struct vm *vm, const struct virtio_devices *devs, uint8_t **blob,
-		      size_t *size)
+int x86_fdt_build(const struct guest_mem *mem, int nr_cpus, const struct dsdt_config *devices,
+		  uint8_t **blob, size_t *size)
 {
 	void *fdt = calloc(1, FDT_MAX_SIZE);
 	if (!fdt) {
@@ -156,11 +149,11 @@ int fdt_build_machine(const struct vm *vm, const struct virtio_devices *devs, ui
 	rc = rc ?: fdt_begin_node(fdt, "chosen");
 	rc = rc ?: fdt_property_string(fdt, "stdout-path", "/serial@3f8");
 	rc = rc ?: fdt_end_node(fdt);
-	rc = rc ?: add_memory(fdt, vm);
-	rc = rc ?: add_cpus(fdt, vm);
+	rc = rc ?: add_memory(fdt, mem);
+	rc = rc ?: add_cpus(fdt, nr_cpus);
 	rc = rc ?: add_ioapic(fdt);
 	rc = rc ?: add_serial(fdt);
-	rc = rc ?: add_virtio_mmio(fdt, devs);
+	rc = rc ?: add_virtio_mmio(fdt, devices);
 	rc = rc ?: add_pci(fdt);
 	rc = rc ?: fdt_end_node(fdt);
 	rc = rc ?: fdt_finish(fdt);
@@ -172,21 +165,5 @@ int fdt_build_machine(const struct vm *vm, const struct virtio_devices *devs, ui
 	}
 	*blob = fdt;
 	*size = fdt_totalsize(fdt);
-	return 0;
-}
-
-int fdt_write_file(const char *path, const uint8_t *blob, size_t size)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		log_error("cannot create %s: %s", path, strerror(errno));
-		return -1;
-	}
-	ssize_t n = write(fd, blob, size);
-	close(fd);
-	if (n != (ssize_t)size) {
-		log_error("cannot write %s", path);
-		return -1;
-	}
 	return 0;
 }

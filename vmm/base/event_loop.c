@@ -9,7 +9,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "vmm/base/log.h"
 
 #define MAX_EVENTS 64
 
