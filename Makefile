@@ -90,7 +90,7 @@ FUZZ_virtio_mmio_SRCS := devices/virtio/mmio.c devices/virtio/virtio.c devices/v
 	devices/virtio/rng.c vmm/guest_mem.c vmm/event_loop.c vmm/log.c vmm/options.c
 FUZZ_virtio_pci_SRCS := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
 	devices/virtio/virtqueue.c devices/virtio/rng.c vmm/guest_mem.c vmm/event_loop.c vmm/log.c \
-	vmm/gsi_routing.c vmm/io_bus.c vmm/options.c
+	vmm/io_bus.c vmm/options.c
 FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x86/machine.c,$(wildcard arch/x86/*.c)) \
 	vmm/guest_mem.c
 # The device targets (fuzz_vdev.h): a device model over the virtio core, no transport.
