@@ -15,7 +15,7 @@ CFLAGS  += $(CFLAGS_COMMON)
 LDLIBS  := -lpthread -lfdt -luring -lslirp -lseccomp
 LDFLAGS += $(LDFLAGS_SAN)
 
-VMM_SRCS  := $(wildcard vmm/*.c vmm/kinds/*.c devices/*.c devices/virtio/*.c devices/net/*.c arch/x86/*.c)
+VMM_SRCS  := $(wildcard vmm/*.c vmm/kinds/*.c devices/*.c devices/virtio/*.c devices/backends/*.c arch/x86/*.c)
 VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o)
 # Everything but main() is also linked into the unit tests.
 LIB_OBJS  := $(filter-out $(BUILD)/obj/vmm/main.o,$(VMM_OBJS))
@@ -97,9 +97,9 @@ FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x8
 FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c vmm/guest_mem.c \
 	vmm/event_loop.c vmm/log.c vmm/options.c
 FUZZ_virtio_rng_SRCS := devices/virtio/rng.c $(FUZZ_VDEV_SRCS)
-FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/virtio/blk_io.c $(FUZZ_VDEV_SRCS)
+FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/backends/blk_io.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_LIBS := -lpthread -luring
-FUZZ_virtio_net_SRCS := devices/virtio/net.c devices/net/tap.c devices/net/slirp.c $(FUZZ_VDEV_SRCS)
+FUZZ_virtio_net_SRCS := devices/virtio/net.c devices/backends/tap.c devices/backends/slirp.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_net_LIBS := -lpthread -lslirp
 FUZZ_virtio_balloon_SRCS := devices/virtio/balloon.c $(FUZZ_VDEV_SRCS)
 # Per-target libFuzzer options. Device models warn on stderr about every broken driver: keep it
@@ -129,7 +129,7 @@ FUZZ_api_FLAGS := -max_len=16384
 .SECONDEXPANSION:
 .PRECIOUS: $(FUZZ_BUILD)/fuzz_%
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*.h devices/*.h \
-		devices/virtio/*.h arch/x86/*.h)
+		devices/virtio/*.h devices/backends/*.h arch/x86/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_$*_CFLAGS) -o $@ $(filter %.c,$^) $(or $(FUZZ_$*_LIBS),-lpthread)
 
@@ -157,14 +157,14 @@ FUZZ_virtio_pci_COV := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.
 FUZZ_cli_COV := vmm/cli.c vmm/options.c devices/virtio/blk_kind.c
 FUZZ_kernel_loaders_COV := arch/x86/boot.c arch/x86/bzimage.c arch/x86/elf.c arch/x86/pvh.c \
 	arch/x86/initrd.c arch/x86/boot_params.c arch/x86/e820.c arch/x86/cmdline.c
-FUZZ_virtio_blk_COV := devices/virtio/blk.c devices/virtio/blk_io.c
+FUZZ_virtio_blk_COV := devices/virtio/blk.c devices/backends/blk_io.c
 FUZZ_virtio_net_COV := devices/virtio/net.c
 FUZZ_virtio_rng_COV := devices/virtio/rng.c
 FUZZ_virtio_balloon_COV := devices/virtio/balloon.c
 
 .PRECIOUS: $(FUZZ_COV_BUILD)/fuzz_%
 $(FUZZ_COV_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*.h \
-		devices/*.h devices/virtio/*.h arch/x86/*.h)
+		devices/*.h devices/virtio/*.h devices/backends/*.h arch/x86/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_COV_CFLAGS) $(FUZZ_$*_CFLAGS) -o $@ $(filter %.c,$^) \
 		$(or $(FUZZ_$*_LIBS),-lpthread)

@@ -22,7 +22,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "devices/virtio/blk_io.h"
+#include "devices/backends/blk_io.h"
 #include "vmm/byteorder.h"
 #include "vmm/event_loop.h"
 #include "vmm/log.h"
