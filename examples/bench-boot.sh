@@ -41,17 +41,7 @@ bench_require minivmm probe qemu cc kvm
 mkdir -p build/examples
 cc -O2 -Wall -Wextra -Werror -o "$HELPER" examples/first-byte.c
 
-TMP=$(mktemp -d /tmp/bench-boot.XXXXXX)
-HELPER_PID=
-cleanup() {
-	if [ -n "$HELPER_PID" ]; then
-		kill -TERM "$HELPER_PID" 2>/dev/null || true # it kills its VMM child
-		wait "$HELPER_PID" 2>/dev/null || true
-	fi
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-bench_on_interrupt
+bench_tmp # BENCH_CHILD: the helper (stopping it stops the VMM it runs)
 
 # The three configurations, in the order they run within each round (read through ${!name}).
 NAMES=(minivmm minivmm-pop qemu)
@@ -70,9 +60,9 @@ run_one() { # name -> appends "us rss ram_rss maxrss" to $TMP/name.dat ("-": no 
 	local name=$1 v="CMD_${1//-/_}[@]" e="EXPECT_${1//-/_}" line
 	"$HELPER" --timeout "$TIMEOUT" --ram "$MEM_BYTES" --out "$TMP/out" --err "$TMP/err" \
 		-- "${!v}" >"$TMP/line" &
-	HELPER_PID=$!
-	wait "$HELPER_PID" || true
-	HELPER_PID=
+	BENCH_CHILD=$!
+	wait "$BENCH_CHILD" || true
+	BENCH_CHILD=
 	line=$(cat "$TMP/line")
 	local us rss ram maxrss exit
 	us=$(sed -n 's/.*first_byte_us=\(-\{0,1\}[0-9]*\).*/\1/p' <<<"$line")

@@ -36,17 +36,7 @@ NEEDS=(minivmm probe kvm)
 [ "$QEMU_TOO" = 0 ] || NEEDS+=(qemu)
 bench_require "${NEEDS[@]}"
 
-TMP=$(mktemp -d /tmp/bench-virtio.XXXXXX)
-VMM_PID=
-cleanup() {
-	if [ -n "$VMM_PID" ]; then
-		kill -TERM "$VMM_PID" 2>/dev/null || true
-		wait "$VMM_PID" 2>/dev/null || true
-	fi
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-bench_on_interrupt
+bench_tmp # BENCH_CHILD: the VMM running
 
 CMDLINE="test=virtio-bench vbench.n=$N vbench.m=$M"
 CMD_minivmm_mmio=("$MINIVMM" --kernel "$PROBE" --rng,transport=mmio --cmdline "$CMDLINE"
@@ -72,9 +62,9 @@ EXPECT_qemu_pci=1
 run_one() {
 	local name=$1 v="CMD_${1//-/_}[@]" e="EXPECT_${1//-/_}" rc=0
 	timeout --foreground -k 5 "$TIMEOUT" "${!v}" </dev/null >"$TMP/out" 2>"$TMP/err" &
-	VMM_PID=$!
-	wait "$VMM_PID" || rc=$?
-	VMM_PID=
+	BENCH_CHILD=$!
+	wait "$BENCH_CHILD" || rc=$?
+	BENCH_CHILD=
 	if [ "$rc" != "${!e}" ] || ! grep -q '^probe: PASS' "$TMP/out"; then
 		echo "bench-virtio: $name failed (exit $rc)" >&2
 		echo "--- guest output:" >&2; tr -d '\r' <"$TMP/out" >&2

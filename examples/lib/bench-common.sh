@@ -120,6 +120,22 @@ bench_on_interrupt() {
 	trap 'echo "$BENCH_NAME: interrupted" >&2; exit 130' INT TERM HUP
 }
 
+# bench_tmp: TMP, a fresh directory /tmp/NAME.XXXXXX, removed at exit; before that the run in
+# the background whose pid is in BENCH_CHILD (if any) is stopped and waited for.
+bench_tmp() {
+	TMP=$(mktemp -d "/tmp/$BENCH_NAME.XXXXXX")
+	BENCH_CHILD=
+	trap bench_tmp_cleanup EXIT
+	bench_on_interrupt
+}
+bench_tmp_cleanup() {
+	if [ -n "$BENCH_CHILD" ]; then
+		kill -TERM "$BENCH_CHILD" 2>/dev/null || true
+		wait "$BENCH_CHILD" 2>/dev/null || true
+	fi
+	rm -rf "$TMP"
+}
+
 # cmd_of NAME: the command line of configuration NAME (the array CMD_<NAME with - as _>),
 # quoted for a shell where needed, for printing the exact commands a benchmark ran.
 cmd_of() {
