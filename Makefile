@@ -16,7 +16,7 @@ LDLIBS  := -lpthread -lfdt -luring -lslirp -lseccomp
 LDFLAGS += $(LDFLAGS_SAN)
 
 VMM_SRCS  := $(wildcard vmm/*.c vmm/base/*.c vmm/kinds/*.c devices/*.c devices/virtio/*.c \
-	devices/net/*.c arch/x86/*.c)
+	devices/backends/*.c arch/x86/*.c)
 VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o)
 # Everything but main() is also linked into the unit tests.
 LIB_OBJS  := $(filter-out $(BUILD)/obj/vmm/main.o,$(VMM_OBJS))
@@ -91,7 +91,7 @@ FUZZ_virtio_mmio_SRCS := devices/virtio/mmio.c devices/virtio/virtio.c devices/v
 	devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/event_loop.c vmm/base/log.c vmm/options.c
 FUZZ_virtio_pci_SRCS := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
 	devices/virtio/virtqueue.c devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/event_loop.c \
-	vmm/base/log.c vmm/base/gsi_routing.c vmm/base/io_bus.c vmm/options.c
+	vmm/base/log.c vmm/base/io_bus.c vmm/options.c
 # (arch/x86 less what needs KVM, libfdt or the legacy devices.)
 FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x86/machine.c \
 	arch/x86/fdt.c arch/x86/pc_devices.c,$(wildcard arch/x86/*.c)) vmm/base/guest_mem.c
@@ -99,9 +99,9 @@ FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x8
 FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c vmm/base/guest_mem.c \
 	vmm/base/event_loop.c vmm/base/log.c vmm/options.c
 FUZZ_virtio_rng_SRCS := devices/virtio/rng.c $(FUZZ_VDEV_SRCS)
-FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/virtio/blk_io.c $(FUZZ_VDEV_SRCS)
+FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/backends/blk_io.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_LIBS := -lpthread -luring
-FUZZ_virtio_net_SRCS := devices/virtio/net.c devices/net/tap.c devices/net/slirp.c $(FUZZ_VDEV_SRCS)
+FUZZ_virtio_net_SRCS := devices/virtio/net.c devices/backends/tap.c devices/backends/slirp.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_net_LIBS := -lpthread -lslirp
 FUZZ_virtio_balloon_SRCS := devices/virtio/balloon.c $(FUZZ_VDEV_SRCS)
 # Per-target libFuzzer options. Device models warn on stderr about every broken driver: keep it
@@ -131,7 +131,7 @@ FUZZ_api_FLAGS := -max_len=16384
 .SECONDEXPANSION:
 .PRECIOUS: $(FUZZ_BUILD)/fuzz_%
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*.h \
-		vmm/base/*.h devices/*.h devices/virtio/*.h arch/x86/*.h)
+		vmm/base/*.h devices/*.h devices/virtio/*.h devices/backends/*.h arch/x86/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_$*_CFLAGS) -o $@ $(filter %.c,$^) $(or $(FUZZ_$*_LIBS),-lpthread)
 
@@ -156,17 +156,17 @@ FUZZ_virtio_mmio_COV := devices/virtio/mmio.c devices/virtio/virtio.c devices/vi
 	devices/virtio/rng.c
 FUZZ_virtio_pci_COV := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
 	devices/virtio/virtqueue.c devices/virtio/rng.c
-FUZZ_cli_COV := vmm/cli.c vmm/options.c devices/virtio/blk_kind.c
+FUZZ_cli_COV := vmm/cli.c vmm/options.c vmm/kinds/disk.c vmm/kinds/net.c
 FUZZ_kernel_loaders_COV := arch/x86/boot.c arch/x86/bzimage.c arch/x86/elf.c arch/x86/pvh.c \
 	arch/x86/initrd.c arch/x86/boot_params.c arch/x86/e820.c arch/x86/cmdline.c
-FUZZ_virtio_blk_COV := devices/virtio/blk.c devices/virtio/blk_io.c
+FUZZ_virtio_blk_COV := devices/virtio/blk.c devices/backends/blk_io.c
 FUZZ_virtio_net_COV := devices/virtio/net.c
 FUZZ_virtio_rng_COV := devices/virtio/rng.c
 FUZZ_virtio_balloon_COV := devices/virtio/balloon.c
 
 .PRECIOUS: $(FUZZ_COV_BUILD)/fuzz_%
 $(FUZZ_COV_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*.h \
-		vmm/base/*.h devices/*.h devices/virtio/*.h arch/x86/*.h)
+		vmm/base/*.h devices/*.h devices/virtio/*.h devices/backends/*.h arch/x86/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_COV_CFLAGS) $(FUZZ_$*_CFLAGS) -o $@ $(filter %.c,$^) \
 		$(or $(FUZZ_$*_LIBS),-lpthread)

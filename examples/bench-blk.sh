@@ -20,44 +20,21 @@ SECS=2
 TRANSPORT=mmio
 DEPTH=8
 
-usage() {
-	sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-	exit 2
-}
+# shellcheck source=examples/lib/bench-common.sh
+source "$(dirname "$0")/lib/bench-common.sh"
+bench_args --runs=RUNS --bytes=BYTES --secs=SECS --depth=DEPTH --transport=TRANSPORT -- "$@"
+bench_positive RUNS SECS
+[[ "$BYTES" =~ ^[1-9][0-9]*[KMG]?$ ]] || die "--bytes must be like 64M"
+[[ "$DEPTH" =~ ^[1-8]$ ]] || die "--depth must be 1 to 8"
+case "$TRANSPORT" in mmio | pci) ;; *) die "--transport mmio or pci" ;; esac
 
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--runs) RUNS="${2:?--runs needs a value}"; shift 2 ;;
-	--bytes) BYTES="${2:?--bytes needs a value}"; shift 2 ;;
-	--secs) SECS="${2:?--secs needs a value}"; shift 2 ;;
-	--depth) DEPTH="${2:?--depth needs a value}"; shift 2 ;;
-	--transport) TRANSPORT="${2:?--transport needs a value}"; shift 2 ;;
-	-h | --help) usage ;;
-	*) echo "bench-blk: unknown argument: $1" >&2; usage ;;
-	esac
-done
-[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "bench-blk: --runs must be a positive integer" >&2; exit 2; }
-[[ "$SECS" =~ ^[1-9][0-9]*$ ]] || { echo "bench-blk: --secs must be a positive integer" >&2; exit 2; }
-[[ "$BYTES" =~ ^[1-9][0-9]*[KMG]?$ ]] || { echo "bench-blk: --bytes must be like 64M" >&2; exit 2; }
-[[ "$DEPTH" =~ ^[1-8]$ ]] || { echo "bench-blk: --depth must be 1 to 8" >&2; exit 2; }
-case "$TRANSPORT" in mmio | pci) ;; *) echo "bench-blk: --transport mmio or pci" >&2; exit 2 ;; esac
-
-cd "$(dirname "$0")/.."
-MINIVMM=${MINIVMM:-build/minivmm}
-PROBE=${PROBE:-build/firmware/probe.elf}
-QEMU=${QEMU:-qemu-system-x86_64}
-missing=0
-[ -x "$MINIVMM" ] || { echo "bench-blk: $MINIVMM not found: run 'make'" >&2; missing=1; }
-[ -f "$PROBE" ] || { echo "bench-blk: $PROBE not found: run 'make'" >&2; missing=1; }
-command -v "$QEMU" >/dev/null ||
-	{ echo "bench-blk: $QEMU not found: apt-get install qemu-system-x86" >&2; missing=1; }
-[ -w /dev/kvm ] || { echo "bench-blk: /dev/kvm is missing or not writable" >&2; missing=1; }
-[ "$missing" = 0 ] || exit 2
+bench_paths
+bench_require minivmm probe qemu kvm
 
 # The image lives beside the build (a real file system: O_DIRECT needs one, tmpfs may not do).
 TMP=$(mktemp -d "$PWD/build/bench-blk.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
-trap 'echo "bench-blk: interrupted" >&2; exit 130' INT TERM HUP
+bench_on_interrupt
 IMG=$TMP/disk.img
 # Written out in full first: no run pays for allocating blocks a later one overwrites.
 IMG_MIB=$(numfmt --from=iec "$BYTES" | awk '{ m = int(($1 + 1048575) / 1048576); print (m < 256 ? 256 : m) }')

@@ -24,57 +24,24 @@ TIMEOUT=30
 JSON=0
 CMDLINE=""
 
-usage() {
-	sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-	exit 2
-}
-
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--runs) RUNS="${2:?--runs needs a value}"; shift 2 ;;
-	--memory) MEMORY="${2:?--memory needs a value}"; shift 2 ;;
-	--timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
-	--json) JSON=1; shift ;;
-	-h | --help) usage ;;
-	*) echo "bench-boot: unknown argument: $1" >&2; usage ;;
-	esac
-done
-[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "bench-boot: --runs must be a positive integer" >&2; exit 2; }
+# shellcheck source=examples/lib/bench-common.sh
+source "$(dirname "$0")/lib/bench-common.sh"
+bench_args --runs=RUNS --memory=MEMORY --timeout=TIMEOUT --json+JSON -- "$@"
+bench_positive RUNS
 case "$MEMORY" in
 [1-9]*[0-9]M) MEM_BYTES=$(( ${MEMORY%M} << 20 )) ;;
 [1-9]*[0-9]G | [1-9]G) MEM_BYTES=$(( ${MEMORY%G} << 30 )) ;;
-*) echo "bench-boot: --memory must be like 256M or 1G" >&2; exit 2 ;;
+*) die "--memory must be like 256M or 1G" ;;
 esac
 
-cd "$(dirname "$0")/.."
-MINIVMM=${MINIVMM:-build/minivmm}
-PROBE=${PROBE:-build/firmware/probe.elf}
-QEMU=${QEMU:-qemu-system-x86_64}
+bench_paths
 HELPER=build/examples/first-byte
-
-missing=0
-[ -x "$MINIVMM" ] || { echo "bench-boot: $MINIVMM not found: run 'make'" >&2; missing=1; }
-[ -f "$PROBE" ] || { echo "bench-boot: $PROBE not found: run 'make'" >&2; missing=1; }
-command -v "$QEMU" >/dev/null ||
-	{ echo "bench-boot: $QEMU not found: apt-get install qemu-system-x86" >&2; missing=1; }
-command -v cc >/dev/null || { echo "bench-boot: no C compiler: apt-get install gcc" >&2; missing=1; }
-[ -w /dev/kvm ] || { echo "bench-boot: /dev/kvm is missing or not writable" >&2; missing=1; }
-[ "$missing" = 0 ] || exit 2
+bench_require minivmm probe qemu cc kvm
 
 mkdir -p build/examples
 cc -O2 -Wall -Wextra -Werror -o "$HELPER" examples/first-byte.c
 
-TMP=$(mktemp -d /tmp/bench-boot.XXXXXX)
-HELPER_PID=
-cleanup() {
-	if [ -n "$HELPER_PID" ]; then
-		kill -TERM "$HELPER_PID" 2>/dev/null || true # it kills its VMM child
-		wait "$HELPER_PID" 2>/dev/null || true
-	fi
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'echo "bench-boot: interrupted" >&2; exit 130' INT TERM HUP
+bench_tmp # BENCH_CHILD: the helper (stopping it stops the VMM it runs)
 
 # The three configurations, in the order they run within each round (read through ${!name}).
 NAMES=(minivmm minivmm-pop qemu)
@@ -89,16 +56,13 @@ EXPECT_minivmm=0
 EXPECT_minivmm_pop=0
 EXPECT_qemu=1
 
-# shellcheck source=examples/lib/bench-common.sh
-source "$(dirname "$0")/lib/bench-common.sh"
-
 run_one() { # name -> appends "us rss ram_rss maxrss" to $TMP/name.dat ("-": no memory sample)
 	local name=$1 v="CMD_${1//-/_}[@]" e="EXPECT_${1//-/_}" line
 	"$HELPER" --timeout "$TIMEOUT" --ram "$MEM_BYTES" --out "$TMP/out" --err "$TMP/err" \
 		-- "${!v}" >"$TMP/line" &
-	HELPER_PID=$!
-	wait "$HELPER_PID" || true
-	HELPER_PID=
+	BENCH_CHILD=$!
+	wait "$BENCH_CHILD" || true
+	BENCH_CHILD=
 	line=$(cat "$TMP/line")
 	local us rss ram maxrss exit
 	us=$(sed -n 's/.*first_byte_us=\(-\{0,1\}[0-9]*\).*/\1/p' <<<"$line")

@@ -26,54 +26,17 @@ M=4096
 TIMEOUT=120
 JSON=0
 
-usage() {
-	sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-	exit 2
-}
+# shellcheck source=examples/lib/bench-common.sh
+source "$(dirname "$0")/lib/bench-common.sh"
+bench_args --runs=RUNS --qemu+QEMU_TOO --n=N --m=M --timeout=TIMEOUT --json+JSON -- "$@"
+bench_positive RUNS N M TIMEOUT
 
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--runs) RUNS="${2:?--runs needs a value}"; shift 2 ;;
-	--qemu) QEMU_TOO=1; shift ;;
-	--n) N="${2:?--n needs a value}"; shift 2 ;;
-	--m) M="${2:?--m needs a value}"; shift 2 ;;
-	--timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
-	--json) JSON=1; shift ;;
-	-h | --help) usage ;;
-	*) echo "bench-virtio: unknown argument: $1" >&2; usage ;;
-	esac
-done
-for v in RUNS N M TIMEOUT; do
-	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] ||
-		{ echo "bench-virtio: --${v,,} must be a positive integer" >&2; exit 2; }
-done
+bench_paths
+NEEDS=(minivmm probe kvm)
+[ "$QEMU_TOO" = 0 ] || NEEDS+=(qemu)
+bench_require "${NEEDS[@]}"
 
-cd "$(dirname "$0")/.."
-MINIVMM=${MINIVMM:-build/minivmm}
-PROBE=${PROBE:-build/firmware/probe.elf}
-QEMU=${QEMU:-qemu-system-x86_64}
-
-missing=0
-[ -x "$MINIVMM" ] || { echo "bench-virtio: $MINIVMM not found: run 'make'" >&2; missing=1; }
-[ -f "$PROBE" ] || { echo "bench-virtio: $PROBE not found: run 'make'" >&2; missing=1; }
-[ -w /dev/kvm ] || { echo "bench-virtio: /dev/kvm is missing or not writable" >&2; missing=1; }
-if [ "$QEMU_TOO" = 1 ] && ! command -v "$QEMU" >/dev/null; then
-	echo "bench-virtio: $QEMU not found: apt-get install qemu-system-x86" >&2
-	missing=1
-fi
-[ "$missing" = 0 ] || exit 2
-
-TMP=$(mktemp -d /tmp/bench-virtio.XXXXXX)
-VMM_PID=
-cleanup() {
-	if [ -n "$VMM_PID" ]; then
-		kill -TERM "$VMM_PID" 2>/dev/null || true
-		wait "$VMM_PID" 2>/dev/null || true
-	fi
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'echo "bench-virtio: interrupted" >&2; exit 130' INT TERM HUP
+bench_tmp # BENCH_CHILD: the VMM running
 
 CMDLINE="test=virtio-bench vbench.n=$N vbench.m=$M"
 CMD_minivmm_mmio=("$MINIVMM" --kernel "$PROBE" --rng,transport=mmio --cmdline "$CMDLINE"
@@ -94,17 +57,14 @@ EXPECT_minivmm_pci=0
 EXPECT_qemu_mmio=1
 EXPECT_qemu_pci=1
 
-# shellcheck source=examples/lib/bench-common.sh
-source "$(dirname "$0")/lib/bench-common.sh"
-
 # Run configuration $1 once; 0: passed, 1: failed.
 # Appends its vbench lines to $TMP/$1.vb and the VMM's counters to $TMP/$1.ctr.
 run_one() {
 	local name=$1 v="CMD_${1//-/_}[@]" e="EXPECT_${1//-/_}" rc=0
 	timeout --foreground -k 5 "$TIMEOUT" "${!v}" </dev/null >"$TMP/out" 2>"$TMP/err" &
-	VMM_PID=$!
-	wait "$VMM_PID" || rc=$?
-	VMM_PID=
+	BENCH_CHILD=$!
+	wait "$BENCH_CHILD" || rc=$?
+	BENCH_CHILD=
 	if [ "$rc" != "${!e}" ] || ! grep -q '^probe: PASS' "$TMP/out"; then
 		echo "bench-virtio: $name failed (exit $rc)" >&2
 		echo "--- guest output:" >&2; tr -d '\r' <"$TMP/out" >&2

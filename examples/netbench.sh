@@ -73,43 +73,25 @@ CEILING=0
 PROFILE=0
 CONFIGS=()
 
-usage() {
-	sed -n '3,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
-	exit 2
+# shellcheck source=examples/lib/bench-common.sh
+source "$(dirname "$0")/lib/bench-common.sh"
+config_arg() {
+	bench_value "$@"
+	CONFIGS=("$2")
+	BENCH_SHIFT=2
 }
-die() {
-	echo "netbench: $*" >&2
-	exit 2
+compare_arg() {
+	[ $# -ge 3 ] || die "--compare needs two configurations"
+	CONFIGS=("$2" "$3")
+	BENCH_SHIFT=3
 }
-
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--dir) DIR="${2:?--dir needs a value}"; shift 2 ;;
-	--sizes) SIZES="${2:?--sizes needs a value}"; shift 2 ;;
-	--secs) SECS="${2:?--secs needs a value}"; shift 2 ;;
-	--probe-args) PROBE_ARGS="${2?--probe-args needs a value}"; shift 2 ;;
-	--buf) BUF="${2:?--buf needs a value}"; shift 2 ;;
-	--config) CONFIGS=("${2:?--config needs a value}"); shift 2 ;;
-	--compare)
-		[ $# -ge 3 ] || die "--compare needs two configurations"
-		CONFIGS=("$2" "$3"); shift 3 ;;
-	--vcpu-pin) VCPU_PIN="${2:?--vcpu-pin needs a value}"; shift 2 ;;
-	--io-pin) IO_PIN="${2:?--io-pin needs a value}"; shift 2 ;;
-	--host-pin) HOST_PIN="${2:?--host-pin needs a value}"; shift 2 ;;
-	--timeout) TIMEOUT="${2:?--timeout needs a value}"; shift 2 ;;
-	--rounds) ROUNDS="${2:?--rounds needs a value}"; shift 2 ;;
-	--ceiling) CEILING=1; shift ;;
-	--profile) PROFILE=1; shift ;;
-	--json) JSON=1; shift ;;
-	--keep-logs) KEEP_LOGS=1; shift ;;
-	-h | --help) usage ;;
-	*) echo "netbench: unknown argument: $1" >&2; usage ;;
-	esac
-done
+bench_args --dir=DIR --sizes=SIZES --secs=SECS --probe-args=PROBE_ARGS? --buf=BUF \
+	--config@config_arg --compare@compare_arg --vcpu-pin=VCPU_PIN --io-pin=IO_PIN \
+	--host-pin=HOST_PIN --timeout=TIMEOUT --rounds=ROUNDS --ceiling+CEILING --profile+PROFILE \
+	--json+JSON --keep-logs+KEEP_LOGS -- "$@"
 
 case "$DIR" in g2h | h2g | rr | pps | g2g) ;; *) die "--dir must be g2h, h2g, rr, pps or g2g" ;; esac
-[[ "$SECS" =~ ^[1-9][0-9]*$ ]] || die "--secs must be a positive integer"
-[[ "$TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "--timeout must be a positive integer"
+bench_positive SECS TIMEOUT
 [[ "$ROUNDS" =~ ^[1-9][0-9]?$ ]] || die "--rounds must be 1 to 99"
 [[ "$BUF" =~ ^[0-9]+$ ]] || die "--buf must be a number of bytes"
 for p in "$VCPU_PIN" "$IO_PIN" "$HOST_PIN"; do
@@ -143,8 +125,7 @@ for c in "${CONFIGS[@]}"; do
 	esac
 done
 
-cd "$(dirname "$0")/.."
-MINIVMM=${MINIVMM:-build/minivmm}
+bench_paths
 # vmm_binary CFG: the minivmm binary a minivmm[@PATH][:OPTS] configuration runs, absolute
 vmm_binary() {
 	local kind=${1%%:*} bin=$MINIVMM
@@ -152,14 +133,12 @@ vmm_binary() {
 	[[ "$bin" == /* ]] || bin=$PWD/$bin
 	echo "$bin"
 }
-PROBE=${PROBE:-build/firmware/probe.elf}
-QEMU=${QEMU:-qemu-system-x86_64}
 UDPPERF=build/examples/udpperf
 TAPSEND=build/examples/tapsend
 
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces, taps)"
 command -v ip >/dev/null || die "ip not found: apt-get install iproute2"
-command -v cc >/dev/null || die "no C compiler: apt-get install gcc"
+bench_require cc
 for c in "${CONFIGS[@]}"; do
 	case "$c" in
 	minivmm*)
@@ -167,17 +146,11 @@ for c in "${CONFIGS[@]}"; do
 		[ -x "$bin" ] || die "$bin not found: run 'make'"
 		[[ "$("$bin" --help 2>&1)" == *--net* ]] || die "$bin has no --net option"
 		;;
-	qemu*)
-		command -v "$QEMU" >/dev/null || die "$QEMU not found: apt-get install qemu-system-x86"
-		;;
+	qemu*) bench_require qemu ;;
 	esac
 	case "$c" in
-	minivmm* | qemu*)
-		[ -f "$PROBE" ] || die "$PROBE not found: run 'make'"
-		[ -w /dev/kvm ] || die "/dev/kvm is missing or not writable"
-		[ -e /dev/net/tun ] || die "/dev/net/tun is missing"
-		;;
-	tapwrite*) [ -e /dev/net/tun ] || die "/dev/net/tun is missing" ;;
+	minivmm* | qemu*) for w in probe kvm tun; do bench_require "$w"; done ;; # stop at the first missing
+	tapwrite*) bench_require tun ;;
 	esac
 done
 
@@ -212,7 +185,7 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
-trap 'echo "netbench: interrupted" >&2; exit 130' INT TERM HUP
+bench_on_interrupt
 
 add_ns() {
 	ip netns add "$1"

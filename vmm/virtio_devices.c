@@ -7,6 +7,7 @@
 #include "devices/virtio/pci.h"
 #include "vmm/base/log.h"
 #include "vmm/device_registry.h"
+#include "vmm/base/gsi_routing.h"
 #include "vmm/kvm_irq.h"
 #include "vmm/seccomp.h"
 #include "vmm/vm.h"
@@ -49,6 +50,33 @@ static int host_register_mmio(void *opaque, uint64_t base, uint64_t len, io_hand
 	return io_bus_register(&vm->mmio, base, len, handler, ctx);
 }
 
+static int host_msi_route_alloc(void *opaque)
+{
+	struct vm *vm = opaque;
+	return gsi_route_msi_alloc(vm->gsi_routing);
+}
+
+static void host_msi_route_free(void *opaque, int gsi)
+{
+	struct vm *vm = opaque;
+	gsi_route_msi_free(vm->gsi_routing, gsi);
+}
+
+static int host_msi_route_set(void *opaque, int gsi, uint32_t addr_lo, uint32_t addr_hi,
+			      uint32_t data)
+{
+	struct vm *vm = opaque;
+	if (gsi_route_msi_set(vm->gsi_routing, gsi, addr_lo, addr_hi, data))
+		return -1;
+	return gsi_route_msi_mask(vm->gsi_routing, gsi, false);
+}
+
+static int host_msi_route_commit(void *opaque)
+{
+	struct vm *vm = opaque;
+	return gsi_routing_commit(vm->gsi_routing);
+}
+
 static struct virtio_transport_host vm_host(struct vm *vm)
 {
 	return (struct virtio_transport_host){
@@ -57,7 +85,10 @@ static struct virtio_transport_host vm_host(struct vm *vm)
 	    .irqfd = host_irqfd,
 	    .set_irq = host_set_irq,
 	    .register_mmio = host_register_mmio,
-	    .routing = vm->gsi_routing,
+	    .msi_route_alloc = host_msi_route_alloc,
+	    .msi_route_free = host_msi_route_free,
+	    .msi_route_set = host_msi_route_set,
+	    .msi_route_commit = host_msi_route_commit,
 	    .loop = &vm->loop,
 	};
 }

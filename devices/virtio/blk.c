@@ -22,7 +22,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "devices/virtio/blk_io.h"
+#include "devices/backends/blk_io.h"
 #include "vmm/base/byteorder.h"
 #include "vmm/base/event_loop.h"
 #include "vmm/base/log.h"

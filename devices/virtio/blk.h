@@ -1,5 +1,5 @@
 /* virtio-blk (virtio 1.2, 5.2): one request queue over a raw disk image, served
- * asynchronously by blk_io.c. */
+ * asynchronously by devices/backends/blk_io.c. */
 #ifndef MINIVMM_VIRTIO_BLK_H
 #define MINIVMM_VIRTIO_BLK_H
 

@@ -7,7 +7,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "vmm/base/gsi_routing.h"
 #include "vmm/base/log.h"
 
 static uint64_t get_le(const uint8_t *p, uint32_t len)
@@ -29,6 +28,13 @@ static void fire(int fd)
 	uint64_t one = 1;
 	if (fd >= 0 && write(fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		log_warn("virtio-pci: eventfd write: %s", strerror(errno));
+}
+
+/* The host gives the vectors MSI routes (all four hooks). */
+static bool has_msi_routes(const struct virtio_transport_host *host)
+{
+	return host->msi_route_alloc && host->msi_route_free && host->msi_route_set &&
+	       host->msi_route_commit;
 }
 
 int virtio_pci_intx_gsi(const struct virtio_pci *vp)
@@ -59,10 +65,9 @@ static void sync_vector(struct virtio_pci *vp, int i)
 	struct virtio_pci_vector *v = &vp->vec[i];
 	if (!vp->msix_enabled || vector_masked(vp, v))
 		return;
-	if (vp->host.routing && v->gsi >= 0) {
-		gsi_route_msi_set(vp->host.routing, v->gsi, v->addr_lo, v->addr_hi, v->data);
-		gsi_route_msi_mask(vp->host.routing, v->gsi, false);
-		gsi_routing_commit(vp->host.routing);
+	if (v->gsi >= 0) { /* the host has MSI routes */
+		vp->host.msi_route_set(vp->host.opaque, v->gsi, v->addr_lo, v->addr_hi, v->data);
+		vp->host.msi_route_commit(vp->host.opaque);
 	}
 	if (v->pending) {
 		v->pending = false;
@@ -530,16 +535,16 @@ static int setup_vectors(struct virtio_pci *vp, char *err, size_t errlen)
 			snprintf(err, errlen, "eventfd: %s", strerror(errno));
 			return -1;
 		}
-		if (!vp->host.routing)
+		if (!has_msi_routes(&vp->host))
 			continue;
-		v->gsi = gsi_route_msi_alloc(vp->host.routing);
+		v->gsi = vp->host.msi_route_alloc(vp->host.opaque);
 		if (v->gsi < 0) {
 			snprintf(err, errlen, "no MSI route left for vector %d", i);
 			return -1;
 		}
 		if (vp->host.irqfd && vp->host.irqfd(vp->host.opaque, v->gsi, v->fd, true)) {
 			snprintf(err, errlen, "cannot bind vector %d to GSI %d", i, v->gsi);
-			gsi_route_msi_free(vp->host.routing, v->gsi);
+			vp->host.msi_route_free(vp->host.opaque, v->gsi);
 			v->gsi = -1;
 			return -1;
 		}
@@ -620,14 +625,14 @@ void virtio_pci_cleanup(struct virtio_pci *vp)
 		if (v->gsi >= 0) {
 			if (vp->host.irqfd && v->fd >= 0)
 				vp->host.irqfd(vp->host.opaque, v->gsi, v->fd, false);
-			gsi_route_msi_free(vp->host.routing, v->gsi);
+			vp->host.msi_route_free(vp->host.opaque, v->gsi);
 		}
 		if (v->fd >= 0)
 			close(v->fd);
 		*v = (struct virtio_pci_vector){.gsi = -1, .fd = -1};
 	}
-	if (vp->host.routing)
-		gsi_routing_commit(vp->host.routing);
+	if (has_msi_routes(&vp->host))
+		vp->host.msi_route_commit(vp->host.opaque);
 	if (vp->dev && vp->dev->transport_priv == vp) {
 		vp->dev->transport = NULL;
 		vp->dev->transport_priv = NULL;
@@ -638,7 +643,7 @@ void virtio_pci_cleanup(struct virtio_pci *vp)
 struct virtio_pci *virtio_pci_create(const struct virtio_transport_host *host, struct pci_bus *bus,
 				     struct virtio_dev *dev, char *err, size_t errlen)
 {
-	if (!host->routing) {
+	if (!has_msi_routes(host)) {
 		snprintf(err, errlen, "%s: the VM has no GSI routing table", dev->label);
 		return NULL;
 	}

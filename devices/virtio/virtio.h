@@ -71,7 +71,6 @@ struct virtio_transport_ops {
  * virtio-pci reach KVM: the VMM provides it (vmm/virtio_devices.c binds it to the VM). Every
  * hook may be NULL (unit tests, fuzz targets): kicks are then trapped (virtio-pci handles them
  * at once without a loop), and interrupts only reach the eventfds and INTx state. */
-struct gsi_routing;
 struct virtio_transport_host {
 	void *opaque;
 	/* (Un)register fd for guest writes to addr: len bytes (0: any length), with datamatch only
@@ -85,8 +84,18 @@ struct virtio_transport_host {
 	/* Route guest accesses to [base, base + len) of the MMIO space to handler. 0 or -1. */
 	int (*register_mmio)(void *opaque, uint64_t base, uint64_t len, io_handler_fn handler,
 			     void *ctx);
-	struct gsi_routing *routing; /* MSI routes (virtio-pci); NULL: none */
-	struct event_loop *loop;     /* where kicks run (the I/O thread); NULL: none */
+	/* MSI routes (virtio-pci's MSI-X vectors): all four hooks or none (no routes: vectors get
+	 * no GSI and no irqfd). Changes reach KVM at the next msi_route_commit. */
+	/* A new route, masked (it raises nothing): its GSI, or -1 when none is left. */
+	int (*msi_route_alloc)(void *opaque);
+	void (*msi_route_free)(void *opaque, int gsi);
+	/* Point the route at an MSI-X table entry's message address and data, and unmask it.
+	 * 0, or -1 for a GSI that is not an allocated route. */
+	int (*msi_route_set)(void *opaque, int gsi, uint32_t addr_lo, uint32_t addr_hi,
+			     uint32_t data);
+	/* Hand the routes to KVM if they changed since the last commit. 0 or -1. */
+	int (*msi_route_commit)(void *opaque);
+	struct event_loop *loop; /* where kicks run (the I/O thread); NULL: none */
 };
 
 struct virtio_dev {

@@ -10,7 +10,7 @@
  * the device returns (num_buffers aside), and their num_buffers against the buffers used. */
 #include <errno.h>
 
-#include "devices/net/backend.h"
+#include "devices/backends/net_backend.h"
 #include "devices/virtio/net.h"
 #include "fuzz_vdev.h"
 

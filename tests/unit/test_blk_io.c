@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "devices/virtio/blk_io.h"
+#include "devices/backends/blk_io.h"
 
 static char img_path[64];
 static struct blk_image img;

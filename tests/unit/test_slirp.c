@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "devices/net/backend.h"
-#include "devices/net/slirp.h"
+#include "devices/backends/net_backend.h"
+#include "devices/backends/slirp.h"
 #include "devices/virtio/net.h"
 #include "vmm/base/event_loop.h"
 #include "vmm/kinds/kinds.h"

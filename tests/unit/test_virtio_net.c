@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "devices/net/backend.h"
+#include "devices/backends/net_backend.h"
 #include "devices/virtio/net.h"
 #include "devices/virtio/virtio.h"
 #include "vmm/base/event_loop.h"

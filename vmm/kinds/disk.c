@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "devices/virtio/blk.h"
-#include "devices/virtio/blk_io.h"
+#include "devices/backends/blk_io.h"
 #include "vmm/device_registry.h"
 #include "vmm/options.h"
 #include "vmm/seccomp.h"

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices/net/slirp.h"
-#include "devices/net/tap.h"
+#include "devices/backends/slirp.h"
+#include "devices/backends/tap.h"
 #include "devices/virtio/net.h"
 #include "vmm/base/log.h"
 #include "vmm/device_registry.h"

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "devices/net/backend.h"
+#include "devices/backends/net_backend.h"
 
 /* Open tap NAME (creating it when it does not exist and we may). Returns NULL with a one-line
  * reason in err. The client's callbacks run on loop. */

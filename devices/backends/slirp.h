@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "devices/net/backend.h"
+#include "devices/backends/net_backend.h"
 #include "devices/virtio/net.h"
 
 /* Check hostfwd= rules at command-line time. */

@@ -9,8 +9,8 @@
  *
  * Not thread-safe by itself: the caller serialises submit, reap and drain (virtio-blk holds its
  * device lock around each). The workers only touch their own queues under img->lock. */
-#ifndef MINIVMM_VIRTIO_BLK_IO_H
-#define MINIVMM_VIRTIO_BLK_IO_H
+#ifndef MINIVMM_BLK_IO_H
+#define MINIVMM_BLK_IO_H
 
 #include <liburing.h>
 #include <pthread.h>
