@@ -436,24 +436,24 @@ static int parse_hostfwd(const char *rule, bool *udp, struct in_addr *host, int 
 	return 0;
 }
 
-int slirp_validate(const struct net_options *cfg, char *err, size_t errlen)
+int slirp_validate(const struct slirp_forwards *fwd, char *err, size_t errlen)
 {
-	for (int i = 0; i < cfg->nr_hostfwd; i++) {
+	for (int i = 0; i < fwd->count; i++) {
 		bool udp;
 		struct in_addr a;
 		int hp, gp;
-		if (parse_hostfwd(cfg->hostfwd[i], &udp, &a, &hp, &gp)) {
+		if (parse_hostfwd(fwd->rules[i], &udp, &a, &hp, &gp)) {
 			snprintf(err, errlen,
 				 "--net: invalid hostfwd '%s' (expected tcp|udp:[ADDR]:HOSTPORT-:"
 				 "GUESTPORT)",
-				 cfg->hostfwd[i]);
+				 fwd->rules[i]);
 			return -1;
 		}
 	}
 	return 0;
 }
 
-struct net_backend *slirp_backend_open(const struct net_options *cfg, struct event_loop *loop,
+struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct event_loop *loop,
 				       const struct net_backend_client *client, char *err,
 				       size_t errlen)
 {
@@ -487,14 +487,14 @@ struct net_backend *slirp_backend_open(const struct net_options *cfg, struct eve
 		free(s);
 		return NULL;
 	}
-	for (int i = 0; i < cfg->nr_hostfwd; i++) {
+	for (int i = 0; i < fwd->count; i++) {
 		bool udp;
 		struct in_addr host, guest;
 		int hp, gp;
 		inet_pton(AF_INET, "10.0.2.15", &guest);
-		if (parse_hostfwd(cfg->hostfwd[i], &udp, &host, &hp, &gp) ||
+		if (parse_hostfwd(fwd->rules[i], &udp, &host, &hp, &gp) ||
 		    slirp_add_hostfwd(s->slirp, udp, host, hp, guest, gp) < 0) {
-			snprintf(err, errlen, "cannot forward %s (port in use?)", cfg->hostfwd[i]);
+			snprintf(err, errlen, "cannot forward %s (port in use?)", fwd->rules[i]);
 			slirp_destroy(&s->be);
 			return NULL;
 		}

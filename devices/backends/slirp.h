@@ -6,11 +6,18 @@
 #include <stddef.h>
 
 #include "devices/backends/net_backend.h"
-#include "devices/virtio/net.h"
 
-/* Check hostfwd= rules at command-line time. */
-int slirp_validate(const struct net_options *cfg, char *err, size_t errlen);
-struct net_backend *slirp_backend_open(const struct net_options *cfg, struct event_loop *loop,
+struct event_loop;
+
+/* Port forwards, each "[tcp|udp]:[HOSTADDR]:HOSTPORT-[GUESTADDR]:GUESTPORT" (hostfwd=). */
+struct slirp_forwards {
+	const char *const *rules;
+	int count;
+};
+
+/* Check the forwarding rules at command-line time. */
+int slirp_validate(const struct slirp_forwards *fwd, char *err, size_t errlen);
+struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct event_loop *loop,
 				       const struct net_backend_client *client, char *err,
 				       size_t errlen);
 /* For tests: the fds in slirp's poll set as of the last refresh (at most max); returns how

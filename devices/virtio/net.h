@@ -9,10 +9,12 @@
 
 enum net_tx_mode { NET_TX_BH, NET_TX_TIMER };
 
+#define NET_MAX_HOSTFWD 8
+
 struct net_options {
 	char tap[16]; /* tap name, or "" for the user-mode backend */
 	bool user;    /* user-mode networking (libslirp) */
-	char hostfwd[8][64];
+	char hostfwd[NET_MAX_HOSTFWD][64];
 	int nr_hostfwd;
 	uint8_t mac[6];
 	bool mac_set;

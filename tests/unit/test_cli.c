@@ -203,6 +203,9 @@ Test(cli_parse, device_option_errors)
 	     "--net: tap '0123456789abcdef' is longer than 15 bytes"},
 	    {"--net", "tap=t0,user", "--net: give exactly one backend: tap=NAME or user"},
 	    {"--net", "tap=t0,hostfwd=tcp::1-:2", "--net: hostfwd= needs the user backend"},
+	    /* Every rule reaches the user-mode backend's check, not only the first. */
+	    {"--net", "user,hostfwd=tcp::1-:2,hostfwd=tcp::3-:x",
+	     "--net: invalid hostfwd 'tcp::3-:x' (expected tcp|udp:[ADDR]:HOSTPORT-:GUESTPORT)"},
 	    {"--balloon", "deflate-on-oom=2",
 	     "--balloon: invalid deflate-on-oom '2' (expected on or off)"},
 	    {"--balloon", "bogus",

@@ -19,8 +19,6 @@
 #include "devices/backends/slirp.h"
 #include "devices/virtio/net.h"
 #include "vmm/base/event_loop.h"
-#include "vmm/kinds/kinds.h"
-#include "vmm/options.h"
 
 #define FRAME_MAX 2048
 #define TH_SYN	  0x02
@@ -286,13 +284,9 @@ static void setup(void)
 	cr_assert_eq(getsockname(listener, (struct sockaddr *)&a, &alen), 0);
 	host_port = ntohs(a.sin_port);
 
-	struct net_options cfg;
 	char err[256];
-	struct option_list opts;
-	cr_assert_eq(options_split("user", "--net", &opts, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(net_options_parse(&opts, &cfg, err, sizeof(err)), 0, "%s", err);
 	struct net_backend_client client = {.rx_ready = rx_ready};
-	be = slirp_backend_open(&cfg, &loop, &client, err, sizeof(err));
+	be = slirp_backend_open(&(struct slirp_forwards){0}, &loop, &client, err, sizeof(err));
 	cr_assert(be, "%s", err);
 	be->ops->set_rx_enabled(be, true);
 	arp_reply_seen = false;

@@ -14,12 +14,30 @@
 #include "vmm/seccomp.h"
 #include "vmm/virtio_devices.h"
 
+/* The user-mode backend's view of --net's hostfwd= rules (rules[] has room for all). */
+static struct slirp_forwards forwards_of(const struct net_options *cfg, const char **rules)
+{
+	for (int i = 0; i < cfg->nr_hostfwd; i++)
+		rules[i] = cfg->hostfwd[i];
+	return (struct slirp_forwards){.rules = rules, .count = cfg->nr_hostfwd};
+}
+
+static int validate_forwards(const struct net_options *cfg, char *err, size_t errlen)
+{
+	const char *rules[NET_MAX_HOSTFWD];
+	struct slirp_forwards fwd = forwards_of(cfg, rules);
+	return slirp_validate(&fwd, err, errlen);
+}
+
 static struct net_backend *open_tap_or_user(const struct net_options *cfg, struct event_loop *loop,
 					    const struct net_backend_client *client, char *err,
 					    size_t errlen)
 {
-	return cfg->user ? slirp_backend_open(cfg, loop, client, err, errlen)
-			 : tap_backend_open(cfg->tap, loop, client, err, errlen);
+	if (!cfg->user)
+		return tap_backend_open(cfg->tap, loop, client, err, errlen);
+	const char *rules[NET_MAX_HOSTFWD];
+	struct slirp_forwards fwd = forwards_of(cfg, rules);
+	return slirp_backend_open(&fwd, loop, client, err, errlen);
 }
 
 static int net_create(struct virtio_slot *slot, const struct device_env *env, const char *label)
@@ -75,7 +93,7 @@ static int hostfwd_option(const struct option_kv *kv, void *out, const char *wha
 			  size_t errlen)
 {
 	struct net_options *cfg = out;
-	if (cfg->nr_hostfwd == 8 || strlen(kv->value) >= sizeof(cfg->hostfwd[0])) {
+	if (cfg->nr_hostfwd == NET_MAX_HOSTFWD || strlen(kv->value) >= sizeof(cfg->hostfwd[0])) {
 		snprintf(err, errlen, "%s: too many or too long hostfwd=", what);
 		return -1;
 	}
@@ -168,7 +186,7 @@ static int net_parse(const struct option_list *opts, void **parsed, char *err, s
 		return -1;
 	}
 	if (net_options_parse(opts, cfg, err, errlen) ||
-	    (cfg->user && slirp_validate(cfg, err, errlen))) {
+	    (cfg->user && validate_forwards(cfg, err, errlen))) {
 		free(cfg);
 		return -1;
 	}
