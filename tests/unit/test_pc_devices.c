@@ -50,17 +50,18 @@ static void power_off(void *opaque)
 	((struct calls *)opaque)->power_offs++;
 }
 
+static const struct x86_pc_ops ops = {.serial_tx = serial_tx,
+				      .set_irq = set_irq,
+				      .stop = stop,
+				      .reset = reset,
+				      .power_off = power_off,
+				      .opaque = &calls};
+
 static void setup(void)
 {
 	log_set_quiet(true);
 	calls = (struct calls){.irq_gsi = -1};
 	io_bus_init(&pio);
-	const struct x86_pc_ops ops = {.serial_tx = serial_tx,
-				       .set_irq = set_irq,
-				       .stop = stop,
-				       .reset = reset,
-				       .power_off = power_off,
-				       .opaque = &calls};
 	cr_assert_eq(x86_pc_devices_create(&pc, &pio, &ops), 0);
 }
 
@@ -131,12 +132,6 @@ Test(pc_devices, rtc_answers_at_0x70)
 Test(pc_devices, ports_are_taken_once)
 {
 	struct x86_pc_devices again;
-	const struct x86_pc_ops ops = {.serial_tx = serial_tx,
-				       .set_irq = set_irq,
-				       .stop = stop,
-				       .reset = reset,
-				       .power_off = power_off,
-				       .opaque = &calls};
 	cr_assert_eq(x86_pc_devices_create(&again, &pio, &ops), -1, "COM1's ports are taken");
 	x86_pc_devices_destroy(&again);
 }
