@@ -8,7 +8,8 @@
 #
 # The L1 test VM itself is an emulated machine running an emulated hypervisor, and it has died
 # under us (stopped, or gone silent) a few times in many runs, always mid-scenario and never in
-# the same place. A scenario that its L1 VM died under gets one more try in a fresh L1 VM, and
+# the same place (one caught whole: its kernel took an IPI right after VMRUN's exit, before KVM
+# restored the host state, which GIF should have prevented, and overflowed its stack). A scenario that its L1 VM died under gets one more try in a fresh L1 VM, and
 # says so on its result line along with the end of the dead VM's console; the scenarios that
 # never ran go to the fresh VM too. (A scenario that fails inside a working L1 VM gets its second
 # try there: scenarios.sh, run_all.) Every second try is printed with the first try's log.
