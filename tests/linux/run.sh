@@ -30,42 +30,65 @@ fi
 echo "nested suite: ${#want[@]} scenarios in the L1 test VM (QEMU TCG; log: $OUT/nested.log)"
 start=$(date +%s)
 
-# boot_l1 LOG SCENARIO...: one L1 VM running the scenarios, its console in LOG. Killed when the
-# whole run passes LIMIT or no scenario starts or ends for SILENCE seconds. Prints why it ended.
+# boot_l1 LOG SCENARIO...: one L1 VM running the scenarios, its console in LOG. Killed when it
+# has run LIMIT seconds or no scenario started or ended for SILENCE seconds. Prints why it ended.
 boot_l1() {
-	local log=$1 list qemu rc=0 seen=0 quiet=0 n
+	local log=$1 list rc=0 seen=0 quiet=0 waited=0 n why
 	shift
 	list=$(IFS=,; echo "$*")
 	# -m 6G: the --memory scenario gives the L2 guest more than 3 GiB (RAM across the PCI hole).
-	timeout --signal=KILL "$LIMIT" qemu-system-x86_64 -accel tcg -cpu max -m 6G -smp 2 -nographic \
-		-no-reboot -kernel "$OUT/vmlinuz" -initrd "$OUT/l1-initramfs.gz" \
+	qemu-system-x86_64 -accel tcg -cpu max -m 6G -smp 2 -nographic -no-reboot \
+		-kernel "$OUT/vmlinuz" -initrd "$OUT/l1-initramfs.gz" \
 		-append "console=ttyS0 quiet panic=-1 tests=$list" </dev/null >"$log" 2>&1 &
-	qemu=$!
-	while kill -0 $qemu 2>/dev/null; do
+	l1_pid=$!
+	echo $l1_pid >"$OUT/l1.pid"
+	while kill -0 $l1_pid 2>/dev/null; do
 		sleep 1
+		waited=$((waited + 1))
 		n=$(grep -ac '@@ ' "$log" || true)
 		if [ "$n" != "$seen" ]; then
 			seen=$n
 			quiet=0
-		elif [ $((quiet += 1)) -ge "$SILENCE" ]; then
-			echo "no scenario started or ended for ${SILENCE}s"
-			kill -KILL $qemu 2>/dev/null || true
-			wait $qemu 2>/dev/null || true
-			return
+		else
+			quiet=$((quiet + 1))
 		fi
+		if [ $quiet -ge "$SILENCE" ]; then
+			why="no scenario started or ended for ${SILENCE}s"
+		elif [ $waited -ge "$LIMIT" ]; then
+			why="did not finish within ${LIMIT}s"
+		else
+			continue
+		fi
+		kill -KILL $l1_pid 2>/dev/null || true
+		wait $l1_pid 2>/dev/null || true
+		rm -f "$OUT/l1.pid"
+		echo "$why"
+		return
 	done
-	wait $qemu || rc=$?
-	case $rc in
-	0) grep -aq '^@@ DONE' "$log" && echo "done" || echo "QEMU exited without the test VM finishing" ;;
-	137) echo "did not finish within ${LIMIT}s" ;;
-	*) echo "QEMU exit status $rc" ;;
-	esac
+	wait $l1_pid || rc=$?
+	rm -f "$OUT/l1.pid"
+	if [ $rc = 0 ]; then
+		grep -aq '@@ DONE' "$log" && echo "done" || echo "QEMU exited without the test VM finishing"
+	else
+		echo "QEMU exit status $rc"
+	fi
 }
 
 # result LOG NAME: the scenario's "PASS|FAIL|SKIP seconds [second-try]" from LOG, empty if none.
 result() { grep -a "^@@ RESULT $2 " "$1" | tr -d '\r' | head -n 1 | cut -d' ' -f4- || true; }
 # (The first START line follows the console's escape sequences: no ^ anchor.)
 started() { grep -aq "@@ START $2"$'\r'"*\$" "$1"; }
+
+# Stopped or not, run.sh leaves no test VM behind.
+boot_job=""
+stop_l1() {
+	[ -n "$boot_job" ] && kill -KILL "$boot_job" 2>/dev/null
+	[ -f "$OUT/l1.pid" ] && kill -KILL "$(cat "$OUT/l1.pid")" 2>/dev/null
+	rm -f "$OUT/l1.pid" "$OUT/l1.why"
+}
+trap stop_l1 EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 failed=0
 second=0
@@ -75,7 +98,11 @@ try=1
 while [ ${#pending[@]} -gt 0 ]; do
 	log=$OUT/nested.log
 	[ $try -gt 1 ] && log=$OUT/nested.$try.log
-	why=$(boot_l1 "$log" "${pending[@]}")
+	# In the background and waited for, so that a signal to run.sh is acted on at once.
+	boot_l1 "$log" "${pending[@]}" >"$OUT/l1.why" &
+	boot_job=$!
+	wait $boot_job
+	why=$(cat "$OUT/l1.why")
 	next=()
 	for t in "${pending[@]}"; do
 		r=$(result "$log" "$t")
