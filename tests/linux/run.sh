@@ -22,11 +22,16 @@ SILENCE=${LINUX_TEST_SILENCE:-420}
 command -v qemu-system-x86_64 >/dev/null ||
 	{ echo "run.sh: qemu-system-x86_64 is not installed (scripts/install-deps.sh)" >&2; exit 1; }
 
-"$ROOT/tests/linux/build-images.sh" "$OUT" >/dev/null
+read -r -a all <<<"$(sed -n 's/^ALL_SCENARIOS="\(.*\)"/\1/p' "$ROOT/tests/linux/scenarios.sh")"
 want=("$@")
-if [ ${#want[@]} -eq 0 ]; then
-	read -r -a want <<<"$(sed -n 's/^ALL_SCENARIOS="\(.*\)"/\1/p' "$ROOT/tests/linux/scenarios.sh")"
-fi
+[ ${#want[@]} -eq 0 ] && want=("${all[@]}")
+for t in "${want[@]}"; do
+	case " ${all[*]} " in
+	*" $t "*) ;;
+	*) echo "run.sh: unknown scenario '$t' (ALL_SCENARIOS in tests/linux/scenarios.sh: ${all[*]})" >&2; exit 2 ;;
+	esac
+done
+"$ROOT/tests/linux/build-images.sh" "$OUT" >/dev/null
 echo "nested suite: ${#want[@]} scenarios in the L1 test VM (QEMU TCG; log: $OUT/nested.log)"
 start=$(date +%s)
 
@@ -81,9 +86,10 @@ started() { grep -aq "@@ START $2"$'\r'"*\$" "$1"; }
 
 # Stopped or not, run.sh leaves no test VM behind.
 boot_job=""
+# (Under set -e: nothing here may fail, or run.sh would exit 1 after a clean run.)
 stop_l1() {
-	[ -n "$boot_job" ] && kill -KILL "$boot_job" 2>/dev/null
-	[ -f "$OUT/l1.pid" ] && kill -KILL "$(cat "$OUT/l1.pid")" 2>/dev/null
+	if [ -n "$boot_job" ]; then kill -KILL "$boot_job" 2>/dev/null || true; fi
+	if [ -f "$OUT/l1.pid" ]; then kill -KILL "$(cat "$OUT/l1.pid")" 2>/dev/null || true; fi
 	rm -f "$OUT/l1.pid" "$OUT/l1.why"
 }
 trap stop_l1 EXIT
