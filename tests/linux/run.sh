@@ -19,8 +19,12 @@ OUT=${LINUX_TEST_OUT:-$ROOT/build/linux}
 LIMIT=${LINUX_TEST_TIMEOUT:-1200}
 # No scenario takes this long (each bounds its L2 guests to 300 s at most): a silent L1 VM is dead.
 SILENCE=${LINUX_TEST_SILENCE:-420}
-command -v qemu-system-x86_64 >/dev/null ||
-	{ echo "run.sh: qemu-system-x86_64 is not installed (scripts/install-deps.sh)" >&2; exit 1; }
+# Stand-ins for the harness's own test (tests/integration/test_nested_harness.sh): a fake QEMU
+# that prints scenario results, and no image build.
+QEMU=${LINUX_TEST_QEMU:-qemu-system-x86_64}
+BUILD_IMAGES=${LINUX_TEST_BUILD_IMAGES:-$ROOT/tests/linux/build-images.sh}
+command -v "$QEMU" >/dev/null ||
+	{ echo "run.sh: $QEMU is not installed (scripts/install-deps.sh)" >&2; exit 1; }
 
 read -r -a all <<<"$(sed -n 's/^ALL_SCENARIOS="\(.*\)"/\1/p' "$ROOT/tests/linux/scenarios.sh")"
 want=("$@")
@@ -31,7 +35,8 @@ for t in "${want[@]}"; do
 	*) echo "run.sh: unknown scenario '$t' (ALL_SCENARIOS in tests/linux/scenarios.sh: ${all[*]})" >&2; exit 2 ;;
 	esac
 done
-"$ROOT/tests/linux/build-images.sh" "$OUT" >/dev/null
+mkdir -p "$OUT"
+"$BUILD_IMAGES" "$OUT" >/dev/null
 echo "nested suite: ${#want[@]} scenarios in the L1 test VM (QEMU TCG; log: $OUT/nested.log)"
 start=$(date +%s)
 
@@ -42,7 +47,7 @@ boot_l1() {
 	shift
 	list=$(IFS=,; echo "$*")
 	# -m 6G: the --memory scenario gives the L2 guest more than 3 GiB (RAM across the PCI hole).
-	qemu-system-x86_64 -accel tcg -cpu max -m 6G -smp 2 -nographic -no-reboot \
+	"$QEMU" -accel tcg -cpu max -m 6G -smp 2 -nographic -no-reboot \
 		-kernel "$OUT/vmlinuz" -initrd "$OUT/l1-initramfs.gz" \
 		-append "console=ttyS0 quiet panic=-1 tests=$list" </dev/null >"$log" 2>&1 &
 	l1_pid=$!
