@@ -70,6 +70,16 @@ unsigned virtio_devices_of(uint32_t device_id, struct virtio_dev **out, unsigned
 	return n;
 }
 
+struct virtio_dev **virtio_devices_kept(struct virtio_dev_set *set, uint32_t device_id, unsigned *n)
+{
+	if (!set->done) {
+		set->done = true;
+		set->count = virtio_devices_of(device_id, set->devs, VIRTIO_MAX_DEVS);
+	}
+	*n = set->count;
+	return set->devs;
+}
+
 const char *virtio_transport_name(const struct virtio_dev *d)
 {
 	return d->transport == VIRTIO_MMIO ? "mmio" : "pci";

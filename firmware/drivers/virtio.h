@@ -141,6 +141,14 @@ void virtio_discover(void);
 /* The discovered devices of one type, in discovery order (mmio by address, then PCI by slot),
  * at most max of them into out. */
 unsigned virtio_devices_of(uint32_t device_id, struct virtio_dev **out, unsigned max);
+/* The same, looked up once into set and kept (for drivers that hand out their device list). */
+struct virtio_dev_set {
+	struct virtio_dev *devs[VIRTIO_MAX_DEVS];
+	unsigned count;
+	bool done;
+};
+struct virtio_dev **virtio_devices_kept(struct virtio_dev_set *set, uint32_t device_id,
+					unsigned *n);
 
 /* Transport discovery: append to virtio_devs (virtio_add_dev hands out the next slot). */
 struct virtio_dev *virtio_add_dev(void);

@@ -18,15 +18,8 @@ static struct vblk_slot {
 
 struct virtio_dev **vblk_devices(unsigned *n)
 {
-	static struct virtio_dev *list[VIRTIO_MAX_DEVS];
-	static unsigned count;
-	static bool done;
-	if (!done) {
-		done = true;
-		count = virtio_devices_of(VIRTIO_ID_BLOCK, list, VIRTIO_MAX_DEVS);
-	}
-	*n = count;
-	return list;
+	static struct virtio_dev_set set;
+	return virtio_devices_kept(&set, VIRTIO_ID_BLOCK, n);
 }
 
 /* 32-bit config reads: both transports allow them, and each is one exit. */

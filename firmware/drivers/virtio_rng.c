@@ -14,15 +14,8 @@ static uint8_t rng_buf[RNG_NBUF][RNG_BUF] __attribute__((aligned(4096), section(
 
 struct virtio_dev **rng_devices(unsigned *n)
 {
-	static struct virtio_dev *list[VIRTIO_MAX_DEVS];
-	static unsigned count;
-	static bool done;
-	if (!done) {
-		done = true;
-		count = virtio_devices_of(VIRTIO_ID_RNG, list, VIRTIO_MAX_DEVS);
-	}
-	*n = count;
-	return list;
+	static struct virtio_dev_set set;
+	return virtio_devices_kept(&set, VIRTIO_ID_RNG, n);
 }
 
 const char *rng_init(struct virtio_dev *d)
