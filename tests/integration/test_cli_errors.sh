@@ -2,6 +2,7 @@
 # Bad command lines, bad images and files that cannot be opened: one line on stderr,
 # "minivmm: error: <the problem>", and exit status 2.
 source "$(dirname "$0")/lib.sh"
+need_kvm
 
 # expect_usage_error NAME REGEX ARGS...
 expect_usage_error() {

@@ -2,6 +2,7 @@
 # On a terminal: raw mode passes keys to the guest, and Ctrl-A x quits (status 0) while the
 # guest is still running. A pseudo-terminal comes from util-linux's script(1).
 source "$(dirname "$0")/lib.sh"
+need_kvm
 command -v script >/dev/null || skip "script(1) from util-linux is not installed"
 
 log=$TEST_TMP/tty.log

@@ -3,6 +3,7 @@
 # not the guest's to fill), the VMM says so once and the guest runs on to its end. The probe
 # echoes its command line, so a long one makes it print more than the cap.
 source "$(dirname "$0")/lib.sh"
+need_kvm
 
 pad=$(head -c 3000 /dev/zero | tr '\0' x)
 log=$TEST_TMP/console.log

@@ -7,6 +7,7 @@
 # are evicted and time out; running out of descriptors refuses clients without a spin or a
 # log flood. The guest is the probe holding on its serial port.
 source "$(dirname "$0")/lib.sh"
+need_kvm
 command -v socat >/dev/null || skip "socat is not installed (make deps)"
 
 sock=$TEST_TMP/vm.sock

@@ -2,6 +2,7 @@
 # Every guest outcome ends the VMM with its documented status: exit port value, i8042 reset,
 # triple fault; and a failing probe is reported as such.
 source "$(dirname "$0")/lib.sh"
+need_kvm
 
 for image in probe.bzImage probe.elf; do
 	run_vmm "fail-$image" 30 --kernel "$FW/$image" --cmdline "test=no-such-test"

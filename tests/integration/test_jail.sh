@@ -4,6 +4,7 @@
 # its ids and its control socket are checked while the guest holds, and the socket's removal
 # at exit (the socket's directory belongs to the jail's uid).
 source "$(dirname "$0")/lib.sh"
+need_kvm
 [ "$(id -u)" = 0 ] || skip "--jail needs root"
 
 jail=$TEST_TMP/jail

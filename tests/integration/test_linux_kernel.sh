@@ -4,6 +4,7 @@
 # busybox initramfs and runs a command; on the software KVM of our build machines it stops
 # in the emulator, and minivmm must report that and exit instead of hanging.
 source "$(dirname "$0")/lib.sh"
+need_kvm
 
 if [ "${MINIVMM_SKIP_STOCK_KERNEL:-0}" = 1 ]; then
 	skip "stock kernel test disabled for this pass (MINIVMM_SKIP_STOCK_KERNEL=1)"

@@ -5,6 +5,7 @@
 # (perf); every row must have moved datagrams, the JSON must name both configurations, and
 # nothing the script made may outlive it.
 source "$(dirname "$0")/lib.sh"
+need_kvm
 source "$(dirname "$0")/netns.sh"
 netns_require
 

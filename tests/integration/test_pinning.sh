@@ -4,6 +4,7 @@
 # single CPU, a different one each, and neither is the mask the VMM inherits (the main thread
 # keeps that one), so a vCPU left unpinned shows.
 source "$(dirname "$0")/lib.sh"
+need_kvm
 
 ncpu=$(nproc --all)
 [ "$ncpu" -ge 2 ] || skip "needs at least 2 host CPUs, this host has $ncpu"

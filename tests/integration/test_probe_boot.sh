@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The probe guest boots from both images, with 1 and 2 vCPUs, and checks what it was given.
 source "$(dirname "$0")/lib.sh"
+need_kvm
 
 # initrd with a known CRC-32 (gzip's trailer carries the zlib CRC-32 of its input).
 head -c 300000 /dev/urandom >"$TEST_TMP/initrd"

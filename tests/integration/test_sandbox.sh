@@ -4,6 +4,7 @@
 # control socket, which the main thread removes at exit. A refused call would end the VMM with
 # status 1.
 source "$(dirname "$0")/lib.sh"
+need_kvm
 
 disk=$TEST_TMP/disk.img
 truncate -s 16M "$disk"

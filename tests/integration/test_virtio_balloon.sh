@@ -8,6 +8,7 @@
 # device's `actual` and released pages go down, the VMM's RSS rises again), without it the
 # balloon stays at its target, the workload comes up short and the VMM keeps running.
 source "$(dirname "$0")/lib.sh"
+need_kvm
 
 sock=$TEST_TMP/vm.sock
 ctl() { "$MINIVMM" ctl --sock "$sock" "$@"; }

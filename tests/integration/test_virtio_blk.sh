@@ -6,6 +6,7 @@
 # cache=none, SIGKILLs minivmm and checks the image. (The host page cache outlives a killed
 # process, so that the FLUSH reached the disk is checked by the unit tests, flush_writes_back_*.)
 source "$(dirname "$0")/lib.sh"
+need_kvm
 
 transports=(mmio pci)
 

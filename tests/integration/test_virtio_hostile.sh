@@ -8,6 +8,7 @@
 # the end of RAM. Afterwards, with the probe holding, the control socket answers within 1 s
 # and the I/O thread is idle.
 source "$(dirname "$0")/lib.sh"
+need_kvm
 
 for transport in mmio pci; do
 	name=hostile-$transport

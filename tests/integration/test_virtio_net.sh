@@ -6,6 +6,7 @@
 # port forward. No corrupted datagram is accepted on either side, and every VMM exits with the
 # status expected of it.
 source "$(dirname "$0")/lib.sh"
+need_kvm
 source "$(dirname "$0")/netns.sh"
 netns_require
 

@@ -3,6 +3,7 @@
 # each and checks the bytes look random (chi-square of byte frequencies, serial correlation);
 # with 1 and 2 vCPUs and one or two devices.
 source "$(dirname "$0")/lib.sh"
+need_kvm
 
 transports=(mmio pci)
 
