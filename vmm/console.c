@@ -82,6 +82,7 @@ int console_open(struct console *c, const struct vm_config *cfg)
 		c->out_fd = open_user_file(path, O_WRONLY | O_CREAT | O_TRUNC, 0644,
 					   USER_FILE_REG | USER_FILE_CHR, &st);
 		if (c->out_fd == USER_FILE_WRONG_KIND) {
+			c->out_fd = -1;
 			log_error("console file '%s' is %s, not a regular file or a character "
 				  "device",
 				  path, user_file_kind(st.st_mode));
