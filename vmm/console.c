@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "vmm/base/log.h"
+#include "vmm/base/user_file.h"
 
 #define CTRL_A 0x01
 
@@ -75,7 +77,17 @@ int console_open(struct console *c, const struct vm_config *cfg)
 		}
 		memcpy(path, cfg->console_path, cfg->console_path_len);
 		path[cfg->console_path_len] = '\0';
-		c->out_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		/* A terminal or /dev/null is fine; a FIFO could stall the guest's output. */
+		struct stat st;
+		c->out_fd = open_user_file(path, O_WRONLY | O_CREAT | O_TRUNC, 0644,
+					   USER_FILE_REG | USER_FILE_CHR, &st);
+		if (c->out_fd == USER_FILE_WRONG_KIND) {
+			c->out_fd = -1;
+			log_error("console file '%s' is %s, not a regular file or a character "
+				  "device",
+				  path, user_file_kind(st.st_mode));
+			return -1;
+		}
 		if (c->out_fd < 0) {
 			log_error("cannot open console file %s: %s", path, strerror(errno));
 			return -1;

@@ -8,19 +8,20 @@
 #include <unistd.h>
 
 #include "vmm/base/log.h"
+#include "vmm/base/user_file.h"
 
 int read_whole_file(const char *path, const char *what, size_t max_size, uint8_t **buf,
 		    size_t *size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		log_error("cannot open %s '%s': %s", what, path, strerror(errno));
+	struct stat st;
+	int fd = open_user_file(path, O_RDONLY, 0, USER_FILE_REG, &st);
+	if (fd == USER_FILE_WRONG_KIND) {
+		log_error("%s '%s' is %s, not a regular file", what, path,
+			  user_file_kind(st.st_mode));
 		return -1;
 	}
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		log_error("%s '%s' is not a regular file", what, path);
-		close(fd);
+	if (fd < 0) {
+		log_error("cannot open %s '%s': %s", what, path, strerror(errno));
 		return -1;
 	}
 	if ((uint64_t)st.st_size > max_size) {
@@ -56,17 +57,23 @@ int read_whole_file(const char *path, const char *what, size_t max_size, uint8_t
 	return 0;
 }
 
-int write_whole_file(const char *path, const uint8_t *buf, size_t size)
+int write_whole_file(const char *path, const char *what, const uint8_t *buf, size_t size)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	struct stat st;
+	int fd = open_user_file(path, O_WRONLY | O_CREAT | O_TRUNC, 0644, USER_FILE_REG, &st);
+	if (fd == USER_FILE_WRONG_KIND) {
+		log_error("%s '%s' is %s, not a regular file", what, path,
+			  user_file_kind(st.st_mode));
+		return -1;
+	}
 	if (fd < 0) {
-		log_error("cannot create %s: %s", path, strerror(errno));
+		log_error("cannot create %s '%s': %s", what, path, strerror(errno));
 		return -1;
 	}
 	ssize_t n = write(fd, buf, size);
 	close(fd);
 	if (n != (ssize_t)size) {
-		log_error("cannot write %s", path);
+		log_error("cannot write %s '%s'", what, path);
 		return -1;
 	}
 	return 0;

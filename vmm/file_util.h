@@ -7,11 +7,12 @@
 #include <stdint.h>
 
 /* Read path into a malloc'd buffer. Fails (logged, naming what) on a missing, unreadable,
- * non-regular or larger-than-max_size file. */
+ * non-regular (a FIFO too, without waiting for a writer) or larger-than-max_size file. */
 int read_whole_file(const char *path, const char *what, size_t max_size, uint8_t **buf,
 		    size_t *size);
-/* Create or truncate path (mode 0644) and write buf to it. Returns 0 or -1 (logged). */
-int write_whole_file(const char *path, const uint8_t *buf, size_t size);
+/* Create or truncate path (mode 0644; a regular file, nothing else) and write buf to it.
+ * Returns 0 or -1 (logged, naming what). */
+int write_whole_file(const char *path, const char *what, const uint8_t *buf, size_t size);
 
 /* Open (O_PATH) the directory that holds path and point *name at path's last component, so
  * that the file can still be removed after a chroot (unlinkat). Returns the fd or -1. */

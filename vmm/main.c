@@ -124,7 +124,8 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg, const char *cm
 	if (cfg->dump_dtb_path || cfg->pass_dtb) {
 		if (x86_fdt_build(&vm->mem, vm->nr_vcpus, &acpi_devices, &dtb, &dtb_size))
 			goto out;
-		if (cfg->dump_dtb_path && write_whole_file(cfg->dump_dtb_path, dtb, dtb_size))
+		if (cfg->dump_dtb_path &&
+		    write_whole_file(cfg->dump_dtb_path, "--dump-dtb", dtb, dtb_size))
 			goto out;
 		if (cfg->pass_dtb) {
 			args.dtb = dtb;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "vmm/base/log.h"
+#include "vmm/base/user_file.h"
 
 /* Drop the first n bytes of an iovec array in place (after a short transfer). */
 static void iov_advance(struct blk_io *io, uint64_t n)
@@ -166,8 +167,18 @@ int blk_image_open_flags(bool readonly, bool direct)
 int blk_image_open(struct blk_image *img, const char *path, bool readonly, bool direct,
 		   bool use_uring, unsigned queue_depth, char *err, size_t errlen)
 {
-	return blk_image_open_fd(img, open(path, blk_image_open_flags(readonly, direct)), path,
-				 readonly, direct, use_uring, queue_depth, err, errlen);
+	struct stat st;
+	int fd = open_user_file(path, blk_image_open_flags(readonly, direct), 0,
+				USER_FILE_REG | USER_FILE_BLK, &st);
+	if (fd == USER_FILE_WRONG_KIND) {
+		memset(img, 0, sizeof(*img));
+		img->fd = img->efd = -1;
+		snprintf(err, errlen, "'%s' is %s: neither a regular file nor a block device", path,
+			 user_file_kind(st.st_mode));
+		return -1;
+	}
+	return blk_image_open_fd(img, fd, path, readonly, direct, use_uring, queue_depth, err,
+				 errlen);
 }
 
 int blk_image_open_fd(struct blk_image *img, int fd, const char *path, bool readonly, bool direct,

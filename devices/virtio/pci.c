@@ -59,19 +59,46 @@ static bool vector_masked(const struct virtio_pci *vp, const struct virtio_pci_v
 	return vp->msix_masked || (v->ctrl & PCI_MSIX_ENTRY_CTRL_MASK);
 }
 
-/* Bring the MSI route of an unmasked vector up to date and deliver what is pending. */
-static void sync_vector(struct virtio_pci *vp, int i)
+/* Give an unmasked vector's MSI route its message, if it has not got it yet (effective at the
+ * next commit). True when the route changed. */
+static bool update_route(struct virtio_pci *vp, struct virtio_pci_vector *v)
 {
-	struct virtio_pci_vector *v = &vp->vec[i];
-	if (!vp->msix_enabled || vector_masked(vp, v))
-		return;
-	if (v->gsi >= 0) { /* the host has MSI routes */
-		vp->host.msi_route_set(vp->host.opaque, v->gsi, v->addr_lo, v->addr_hi, v->data);
-		vp->host.msi_route_commit(vp->host.opaque);
+	if (v->gsi < 0 || !vp->msix_enabled || vector_masked(vp, v))
+		return false;
+	if (v->routed && v->route_addr_lo == v->addr_lo && v->route_addr_hi == v->addr_hi &&
+	    v->route_data == v->data)
+		return false;
+	if (vp->host.msi_route_set(vp->host.opaque, v->gsi, v->addr_lo, v->addr_hi, v->data))
+		return false;
+	v->routed = true;
+	v->route_addr_lo = v->addr_lo;
+	v->route_addr_hi = v->addr_hi;
+	v->route_data = v->data;
+	return true;
+}
+
+/* Bring the routes of vectors [first, end) up to date, then deliver what they hold pending.
+ * A commit (KVM_SET_GSI_ROUTING) replaces KVM's whole table: one for all of them, and none
+ * when no route changed. */
+static void sync_vectors(struct virtio_pci *vp, int first, int end)
+{
+	uint32_t changed = 0;
+	_Static_assert(VIRTIO_PCI_MAX_VECTORS <= 32, "one bit per vector");
+	for (int i = first; i < end; i++)
+		if (update_route(vp, &vp->vec[i]))
+			changed |= 1u << i;
+	if (changed && vp->host.msi_route_commit(vp->host.opaque)) {
+		/* KVM kept its old table: the next write tries these routes again. */
+		for (int i = first; i < end; i++)
+			if (changed & (1u << i))
+				vp->vec[i].routed = false;
 	}
-	if (v->pending) {
-		v->pending = false;
-		fire(v->fd);
+	for (int i = first; i < end; i++) {
+		struct virtio_pci_vector *v = &vp->vec[i];
+		if (vp->msix_enabled && !vector_masked(vp, v) && v->pending) {
+			v->pending = false;
+			fire(v->fd);
+		}
 	}
 }
 
@@ -329,7 +356,7 @@ static void msix_table_access(struct virtio_pci *vp, uint64_t off, uint8_t *data
 		*p = p == &v->ctrl ? val & PCI_MSIX_ENTRY_CTRL_MASK : val;
 	}
 	if (is_write)
-		sync_vector(vp, (int)i);
+		sync_vectors(vp, (int)i, (int)i + 1);
 	pthread_mutex_unlock(&vp->lock);
 }
 
@@ -440,8 +467,7 @@ static void config_written(struct pci_device *d, uint32_t offset, uint32_t len)
 	vp->intx_disabled = cmd & PCI_COMMAND_INTX_DISABLE;
 	vp->msix_enabled = flags & PCI_MSIX_FLAGS_ENABLE;
 	vp->msix_masked = flags & PCI_MSIX_FLAGS_MASKALL;
-	for (int i = 0; i < vp->nr_vectors; i++)
-		sync_vector(vp, i);
+	sync_vectors(vp, 0, vp->nr_vectors);
 	update_intx(vp);
 	pthread_mutex_unlock(&vp->lock);
 }

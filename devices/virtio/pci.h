@@ -71,7 +71,9 @@ struct virtio_pci_vector {
 	uint32_t addr_lo, addr_hi, data, ctrl; /* the MSI-X table entry */
 	bool pending;			       /* the PBA bit */
 	int gsi;			       /* MSI route, -1 if none */
-	int fd;				       /* eventfd bound to gsi (irqfd) */
+	bool routed;			       /* the route holds the message below */
+	uint32_t route_addr_lo, route_addr_hi, route_data;
+	int fd; /* eventfd bound to gsi (irqfd) */
 };
 
 struct virtio_pci {

@@ -117,9 +117,15 @@ static int host_msi_route_set(void *opaque, int gsi, uint32_t addr_lo, uint32_t 
 	return 0;
 }
 
+static int commits; /* KVM_SET_GSI_ROUTING calls: each replaces KVM's whole table */
+static bool commit_fails;
+
 static int host_msi_route_commit(void *opaque)
 {
 	(void)opaque;
+	commits++;
+	if (commit_fails)
+		return -1;
 	memcpy(committed, routes, sizeof(routes));
 	return 0;
 }
@@ -152,6 +158,8 @@ static void make(const struct virtio_device_ops *ops, struct event_loop *loop,
 	cr_assert_eq(pci_bus_register(&bus, &pio, PCI_ECAM_BASE), 0);
 	memset(routes, 0, sizeof(routes));
 	memset(committed, 0, sizeof(committed));
+	commits = 0;
+	commit_fails = false;
 	virtio_dev_init(&dev, ops, &fake_params, NULL, &ram.mem, loop, "fake0");
 	struct virtio_transport_host host = {.set_irq = host_set_irq,
 					     .irqfd = host_irqfd,
@@ -599,6 +607,64 @@ Test(virtio_pci, msix_delivery_masking_and_routes)
 	cr_assert_eq(rd(ENTRY(1, 0), 4), 0xfee01000);
 	wr(ENTRY(1, 3), 4, 0xfffffffe);
 	cr_assert_eq(rd(ENTRY(1, 3), 4), 0, "only the mask bit is writable");
+}
+
+/* KVM_SET_GSI_ROUTING rewrites KVM's whole routing table: once per config or table write that
+ * changes a route, never per vector, never for a write that changes none. */
+Test(virtio_pci, msix_routing_committed_once_per_change)
+{
+	uint8_t cap = msix_cap();
+	/* Every vector programmed and unmasked while MSI-X is off: nothing to route yet. */
+	for (int v = 0; v < 3; v++) {
+		wr(ENTRY(v, 0), 4, 0xfee00000 + 0x1000 * (uint32_t)v);
+		wr(ENTRY(v, 2), 4, 0x40 + (uint32_t)v);
+		wr(ENTRY(v, 3), 4, 0);
+	}
+	cr_assert_eq(commits, 0);
+	/* Enabling MSI-X brings up three routes in one commit. */
+	cfg_write(cap + 2, 2, PCI_MSIX_FLAGS_ENABLE);
+	cr_assert_eq(commits, 1, "%d commits for one config write", commits);
+	for (int v = 0; v < 3; v++)
+		cr_assert(route_for(vp.vec[v].gsi, 0xfee00000 + 0x1000 * (uint32_t)v,
+				    0x40 + (uint32_t)v));
+	/* Config writes that change no route commit nothing: the same flags again, the command
+	 * register, the function mask set and cleared. */
+	commits = 0;
+	cfg_write(cap + 2, 2, PCI_MSIX_FLAGS_ENABLE);
+	cfg_write(PCI_COMMAND, 2, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	cfg_write(cap + 2, 2, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
+	cfg_write(cap + 2, 2, PCI_MSIX_FLAGS_ENABLE);
+	cr_assert_eq(commits, 0, "%d commits for writes that change no route", commits);
+	/* Table writes: the same message again commits nothing; a new one while masked neither;
+	 * unmasking it commits once, and a qword write of a new address once. */
+	wr(ENTRY(1, 2), 4, 0x41);
+	wr(ENTRY(1, 3), 4, 1);
+	wr(ENTRY(1, 2), 4, 0x51);
+	cr_assert_eq(commits, 0);
+	cr_assert(route_for(vp.vec[1].gsi, 0xfee01000, 0x41), "masked: the old route stays");
+	wr(ENTRY(1, 3), 4, 0);
+	cr_assert_eq(commits, 1);
+	cr_assert(route_for(vp.vec[1].gsi, 0xfee01000, 0x51));
+	wr(ENTRY(1, 0), 8, 0xfee02000);
+	cr_assert_eq(commits, 2);
+	cr_assert(route_for(vp.vec[1].gsi, 0xfee02000, 0x51));
+	/* A changed vector under the function mask reaches KVM when the mask drops, once. */
+	cfg_write(cap + 2, 2, PCI_MSIX_FLAGS_ENABLE | PCI_MSIX_FLAGS_MASKALL);
+	wr(ENTRY(0, 2), 4, 0x60);
+	wr(ENTRY(2, 2), 4, 0x62);
+	cr_assert_eq(commits, 2);
+	cfg_write(cap + 2, 2, PCI_MSIX_FLAGS_ENABLE);
+	cr_assert_eq(commits, 3);
+	cr_assert(route_for(vp.vec[0].gsi, 0xfee00000, 0x60));
+	cr_assert(route_for(vp.vec[2].gsi, 0xfee02000, 0x62));
+	/* A commit KVM refused is tried again by the next write. */
+	commit_fails = true;
+	wr(ENTRY(0, 2), 4, 0x70);
+	cr_assert_eq(commits, 4);
+	commit_fails = false;
+	cfg_write(PCI_COMMAND, 2, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	cr_assert_eq(commits, 5);
+	cr_assert(route_for(vp.vec[0].gsi, 0xfee00000, 0x70));
 }
 
 static uint8_t cfg_cap(void)

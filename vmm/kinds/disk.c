@@ -13,6 +13,7 @@
 #include "devices/virtio/blk.h"
 #include "devices/backends/blk_io.h"
 #include "vmm/device_registry.h"
+#include "vmm/base/user_file.h"
 #include "vmm/options.h"
 #include "vmm/seccomp.h"
 #include "vmm/virtio_devices.h"
@@ -59,22 +60,20 @@ int blk_options_parse(const struct option_list *opts, struct blk_options *out, i
 	if (options_parse(blk_option_table, opts, WHAT, "transport=", out, err, errlen))
 		return -1;
 	/* Fail at the command line, not later, on an image that cannot be used as asked. */
-	int img = open(out->path, blk_image_open_flags(out->readonly, out->direct));
 	struct stat st;
-	if (img < 0 || fstat(img, &st) < 0) {
+	int img = open_user_file(out->path, blk_image_open_flags(out->readonly, out->direct), 0,
+				 USER_FILE_REG | USER_FILE_BLK, &st);
+	if (img == USER_FILE_WRONG_KIND) {
+		snprintf(err, errlen, "%s: '%s' is %s: neither a regular file nor a block device",
+			 WHAT, out->path, user_file_kind(st.st_mode));
+		return -1;
+	}
+	if (img < 0) {
 		snprintf(err, errlen, "%s: cannot open '%s'%s: %s", WHAT, out->path,
 			 out->direct && errno == EINVAL ? " with O_DIRECT (cache=none)"
 			 : out->readonly		? ""
 							: " for writing",
 			 strerror(errno));
-		if (img >= 0)
-			close(img);
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		snprintf(err, errlen, "%s: '%s' is neither a regular file nor a block device", WHAT,
-			 out->path);
-		close(img);
 		return -1;
 	}
 	/* For the unit tests and for hosts where io_uring misbehaves. */
