@@ -25,6 +25,8 @@ KERNEL=$FW/probe.elf
 # --disk is opened while the command line is parsed; the others once the VM exists.
 expect_fifo_refused disk-readonly --kernel "$KERNEL" --disk "path=$FIFO,readonly=on"
 expect_fifo_refused disk-readwrite --kernel "$KERNEL" --disk "path=$FIFO"
+# The rest are opened after /dev/kvm: a host without one fails before reaching them.
+kvm_usable || skip "the --disk cases passed; kernel, initrd, console and dump-dtb need a usable /dev/kvm"
 expect_fifo_refused kernel --kernel "$FIFO"
 expect_fifo_refused initrd --kernel "$KERNEL" --initrd "$FIFO"
 expect_fifo_refused console-file --kernel "$KERNEL" --console "file=$FIFO"
