@@ -394,8 +394,12 @@ static void process_queue(struct virtio_blk *blk)
 				break;
 			popped++;
 		}
-		if (dev->broken)
+		if (dev->broken) {
+			/* Start what was queued before the violation: nothing else would, and a
+			 * reset waits (status non-zero) for every request to end. */
+			blk_image_kick(&blk->img);
 			break;
+		}
 		blk_image_kick(&blk->img);
 		if (blk_image_reap(&blk->img, on_done, blk) && popped < budget)
 			continue;

@@ -604,6 +604,26 @@ Test(virtio_blk, reset_with_requests_in_flight_workers)
 	reset_in_flight(true);
 }
 
+/* A request queued in the same pass as a chain that breaks the device (io_uring: prepared, not
+ * yet submitted) is still started, so the reset that follows completes. */
+Test(virtio_blk, reset_after_break_completes)
+{
+	start(false, false, false, NULL);
+	header(0, T_IN, 1);
+	struct buf r[3] = {{HDR_GPA, 16, false}, {DATA_GPA, 4096, true}, {STATUS_GPA, 1, true}};
+	post(r, 3);
+	struct buf bad[1] = {{HDR_GPA + 16, 16, false}}; /* no status byte: breaks the device */
+	post(bad, 1);
+	virtio_dev_queue_notify(&dev, 0);
+	cr_assert(dev.broken);
+	virtio_dev_set_status(&dev, 0);
+	await_reset_done();
+	cr_assert_eq(virtio_blk_inflight(blk), 0);
+	driver_init(0);
+	cr_assert_eq(rd(3, DATA_GPA, 512), S_OK);
+	cr_assert_eq(ram[DATA_GPA], 3);
+}
+
 /* Requests held in flight for as long as a test wants: their data buffers lie in pages of
  * guest RAM registered with userfaultfd, so the disk's worker threads block in preadv() on the
  * first byte they copy, until the pages are released (the userfaultfd closed). A watchdog
