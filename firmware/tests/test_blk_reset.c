@@ -2,11 +2,12 @@
  * test=blk-reset: a reset of the first virtio-blk disk with large requests in flight (virtio
  * 1.2, 4.1.4.3: the driver writes status 0, then waits until it reads 0). RESET_REQS reads of
  * RESET_DESCS descriptors of blkreset.mib MiB each (default 64; the descriptors alias one range
- * of RAM), then the reset: the status write must return at once, with the status reading
- * non-zero while the reads run. The probe prints "probe: blk-reset pending=..." and waits for
- * a byte on the serial port (the host checks the VMM's responsiveness meanwhile), then reports
- * whether the reset was still pending, waits for status 0, checks that no request completed
- * into the old ring after the reset, and sets the disk up again: a write and a read back work.
+ * of RAM); once the first has completed, the reset: the status write must return at once, with
+ * the status reading non-zero while the other reads run. The probe prints "probe: blk-reset
+ * pending=..." and waits for a byte on the serial port (the host checks the VMM's responsiveness
+ * meanwhile), then reports whether the reset was still pending, waits for status 0, checks that no
+ * request completed into the old ring after the reset, and sets the disk up again: a write and a
+ * read back work.
  */
 #include "test_blk_reset.h"
 
@@ -22,6 +23,7 @@
 #define RESET_DESCS   6 /* data descriptors per request: 32 x (6 + 2) fill a 256-entry ring */
 #define DEFAULT_MIB   64
 #define RESET_WAIT_MS 120000
+#define FIRST_WAIT_MS 30000
 #define POLL_MS	      1
 #define CHECK_SECTOR  8
 #define MIB	      (1ull << 20)
@@ -138,7 +140,15 @@ const char *test_blk_reset(void)
 		return "blk-reset: the disk is smaller than one request";
 	uint16_t used_before = d->vq[0].used->idx;
 	unsigned posted = post_reads(d, alias, (uint32_t)len);
-	uint64_t t0 = rdtsc();
+	/* The device pops every request of a kick before it starts any: once one has completed,
+	 * the rest are in flight (not still on the ring, where a reset would just forget them). */
+	uint64_t t0 = rdtsc(), limit = virtio_ms_to_cycles(FIRST_WAIT_MS);
+	while (d->vq[0].used->idx == used_before) {
+		if (rdtsc() - t0 > limit)
+			return "blk-reset: no read completed";
+		cpu_relax();
+	}
+	t0 = rdtsc();
 	d->ops->set_status(d, 0);
 	uint64_t write_us = elapsed_us(t0);
 	uint16_t used_at_reset = d->vq[0].used->idx;
