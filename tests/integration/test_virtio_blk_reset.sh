@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # A virtio-blk reset with large requests in flight (the probe's test=blk-reset), on each
 # transport: 32 reads of 384 MiB each (6 descriptors aliasing one 64 MiB range of guest RAM);
-# once the first has completed (so the rest are in flight), the driver writes status 0. The worker-thread engine does the copying off the I/O thread
-# (io_uring copies cached data inline, in io_uring_enter). The status write returns at once and
-# the status reads non-zero until the reads are done; meanwhile the control socket answers
-# within 100 ms (a reset that waited for them on the vCPU thread held the device lock, which
-# the I/O thread needs); no read completes into the old ring, and the disk works again after a
-# new initialisation.
+# once the first has completed (so the rest are in flight), the driver writes status 0. The
+# worker-thread engine does the copying off the I/O thread (io_uring copies cached data inline,
+# in io_uring_enter). The status write returns at once and the status reads non-zero until the
+# reads are done; meanwhile the control socket answers within 100 ms (a reset that waited for
+# them on the vCPU thread held the device lock, which the I/O thread needs); no read completes
+# into the old ring, and the disk works again after a new initialisation.
 source "$(dirname "$0")/lib.sh"
 
 for transport in mmio pci; do
