@@ -10,6 +10,7 @@
 #include "serial.h"
 #include "test_balloon.h"
 #include "test_blk.h"
+#include "test_blk_reset.h"
 #include "test_boot.h"
 #include "test_demo.h"
 #include "test_hostile.h"
@@ -37,6 +38,7 @@ static const struct {
     {"hostile", test_hostile},
     {"blk", test_blk},
     {"blk-durable", test_blk_durable},
+    {"blk-reset", test_blk_reset},
     {"serve", test_serve},
     {"udp_sink", test_udp_sink},
     {"udp_stream", test_udp_stream},

@@ -7,10 +7,15 @@
  * Threads and locking. Requests are popped and submitted on the I/O thread (queue_notify, with
  * dev->lock held) and their completions are taken there too (the image's completion eventfd,
  * handled under dev->lock), so dev->lock alone serialises the queue, the request pool and the
- * io_uring. Reset runs on a vCPU thread with dev->lock held: it waits (blk_image_drain) for
- * every request still in flight and drops them without touching guest memory, so nothing is
- * written into the guest after the reset returns. The completion handler cannot run meanwhile
- * (it needs dev->lock); when it gets the lock it finds nothing left. */
+ * io_uring. Reset runs on a vCPU thread with dev->lock held (and, through the PCI config
+ * window, the PCI bus lock): it must not wait for the disk (up to 256 requests of up to 4 GiB
+ * each would stall the I/O thread, the control socket and every vCPU meanwhile). It only
+ * disowns what is in flight: each request carries the reset epoch it was started in, and one
+ * from an older epoch is released on completion without touching the guest's rings, even if
+ * the driver has set the queue up again meanwhile. Until the last of them has finished, the
+ * status register reads non-zero (virtio_dev_status), which is what a driver waits for before
+ * it may reuse the memory those requests still read into.
+ */
 #include "blk.h"
 
 #include <errno.h>
@@ -81,6 +86,7 @@ struct blk_req {
 	unsigned niov;	 /* guest data buffers */
 	struct iovec bounce_iov;
 	struct blk_io io;
+	uint64_t epoch; /* blk->epoch when started: older ones belong to a reset device */
 	struct blk_req *next_free;
 	struct iovec iov[BLK_SEG_MAX];
 };
@@ -94,9 +100,11 @@ struct virtio_blk {
 	struct virtq_elem *elem; /* scratch for popping */
 	struct blk_req *reqs, *free;
 	unsigned inflight;
+	uint64_t epoch;	  /* resets so far (64 bits: never wraps back onto a live request) */
+	unsigned orphans; /* in flight from before the last reset */
 	struct bottom_half more;
 	bool stalled;  /* stopped popping: every request slot busy */
-	bool dropping; /* reset: completions are dropped, guest memory is not touched */
+	bool dropping; /* destroy: completions are dropped, guest memory is not touched */
 	bool pushed;   /* used entries added since the last notification */
 	bool warned;   /* an I/O error was logged */
 	uint64_t capacity;
@@ -205,6 +213,7 @@ static struct blk_req *take(struct virtio_blk *blk, uint16_t head, uint8_t *stat
 	req->head = head;
 	req->status = status;
 	req->type = type;
+	req->epoch = blk->epoch;
 	req->zero_retry = false;
 	req->niov = 0;
 	req->bounce = NULL;
@@ -385,8 +394,12 @@ static void process_queue(struct virtio_blk *blk)
 				break;
 			popped++;
 		}
-		if (dev->broken)
+		if (dev->broken) {
+			/* Start what was queued before the violation: nothing else would, and a
+			 * reset waits (status non-zero) for every request to end. */
+			blk_image_kick(&blk->img);
 			break;
+		}
 		blk_image_kick(&blk->img);
 		if (blk_image_reap(&blk->img, on_done, blk) && popped < budget)
 			continue;
@@ -409,6 +422,13 @@ static void on_done(void *opaque, struct blk_io *io, int64_t res)
 {
 	struct virtio_blk *blk = opaque;
 	struct blk_req *req = (struct blk_req *)((uint8_t *)io - offsetof(struct blk_req, io));
+	if (req->epoch != blk->epoch) {
+		/* Started before a reset: the rings it came from are gone (or set up anew). */
+		release(blk, req);
+		if (--blk->orphans == 0)
+			virtio_dev_reset_done(blk->dev);
+		return;
+	}
 	if (!live(blk)) {
 		release(blk, req); /* reset or broken: the guest gets nothing back */
 		return;
@@ -474,13 +494,15 @@ static void queue_notify(struct virtio_dev *dev, int q)
 	process_queue(dev->priv);
 }
 
-/* Device reset (vCPU thread, dev->lock held): wait for the requests in flight and drop them. */
+/* Device reset (vCPU thread, dev->lock held): disown the requests in flight without waiting
+ * for them; the last one to finish completes the reset (on_done). */
 static void reset(struct virtio_dev *dev)
 {
 	struct virtio_blk *blk = dev->priv;
-	blk->dropping = true;
-	blk_image_drain(&blk->img, on_done, blk);
-	blk->dropping = false;
+	blk->epoch++;
+	blk->orphans = blk->inflight;
+	if (blk->orphans)
+		__atomic_store_n(&dev->reset_pending, true, __ATOMIC_RELEASE);
 	blk->stalled = false;
 	blk->pushed = false;
 }

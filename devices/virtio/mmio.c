@@ -103,7 +103,7 @@ static uint32_t read_reg(struct virtio_mmio *t, uint64_t offset)
 	case REG_INTERRUPT_STATUS:
 		return __atomic_load_n(&t->interrupt_status, __ATOMIC_SEQ_CST);
 	case REG_STATUS:
-		return dev->status;
+		return virtio_dev_status(dev);
 	case REG_SHM_LEN_LOW:
 	case REG_SHM_LEN_HIGH:
 		return 0xffffffff; /* no shared memory regions */

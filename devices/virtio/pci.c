@@ -178,7 +178,7 @@ static void common_read(struct virtio_pci *vp, uint64_t off, uint8_t *data, uint
 	       vp->gfselect <= 1 ? (uint32_t)(dev->driver_features >> (32 * vp->gfselect)) : 0);
 	put_le(c + VIRTIO_PCI_COMMON_MSIX, 2, vp->config_vector);
 	put_le(c + VIRTIO_PCI_COMMON_NUMQ, 2, (uint64_t)dev->nr_queues);
-	c[VIRTIO_PCI_COMMON_STATUS] = dev->status;
+	c[VIRTIO_PCI_COMMON_STATUS] = virtio_dev_status(dev);
 	c[VIRTIO_PCI_COMMON_CFGGEN] = (uint8_t)dev->config_generation;
 	put_le(c + VIRTIO_PCI_COMMON_Q_SELECT, 2, vp->queue_select);
 	int q = vp->queue_select;

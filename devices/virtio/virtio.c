@@ -58,6 +58,19 @@ bool virtio_dev_live(const struct virtio_dev *dev)
 	return !dev->broken && dev->dma_enabled && (dev->status & VIRTIO_STATUS_DRIVER_OK);
 }
 
+uint8_t virtio_dev_status(const struct virtio_dev *dev)
+{
+	uint8_t status = __atomic_load_n(&dev->status, __ATOMIC_ACQUIRE);
+	if (!status && __atomic_load_n(&dev->reset_pending, __ATOMIC_ACQUIRE))
+		return VIRTIO_STATUS_DEVICE_NEEDS_RESET;
+	return status;
+}
+
+void virtio_dev_reset_done(struct virtio_dev *dev)
+{
+	__atomic_store_n(&dev->reset_pending, false, __ATOMIC_RELEASE);
+}
+
 static void reset_locked(struct virtio_dev *dev)
 {
 	/* Whatever the driver did to the status bits since, an activated device is reset:
@@ -69,7 +82,8 @@ static void reset_locked(struct virtio_dev *dev)
 		virtqueue_reset(&dev->vqs[q]);
 		dev->vqs[q].size = dev->ops->max_queue_size;
 	}
-	dev->status = 0;
+	/* Release: a reader without the lock that sees 0 also sees reset_pending. */
+	__atomic_store_n(&dev->status, 0, __ATOMIC_RELEASE);
 	dev->driver_features = 0;
 	dev->broken = false;
 }

@@ -45,7 +45,10 @@ struct virtio_device_ops {
 			     uint32_t len);
 	/* Driver set DRIVER_OK with all enabled queues validated. Runs on a vCPU thread. */
 	int (*activate)(struct virtio_dev *dev);
-	/* Device reset by the driver; stop using the queues. Runs on a vCPU thread. */
+	/* Device reset by the driver; stop using the queues. Runs on a vCPU thread with dev->lock
+	 * held, so it must not wait: work still in flight is left to finish on its own (it must
+	 * never touch the rings again), with dev->reset_pending set until it has (see
+	 * virtio_dev_reset_done). */
 	void (*reset)(struct virtio_dev *dev);
 	/* The driver kicked queue q. Runs on the I/O thread with dev->lock held. */
 	void (*queue_notify)(struct virtio_dev *dev, int q);
@@ -117,6 +120,10 @@ struct virtio_dev {
 	bool broken;	  /* a protocol violation was seen: no more processing until reset */
 	bool activated;	  /* ops->activate ran: ops->reset must run at the next reset */
 	bool dma_enabled; /* the transport lets the device touch guest memory (PCI bus master) */
+	/* A reset was written but work from before it is still in flight (ops->reset set it):
+	 * the status register reads non-zero until it is done (virtio 1.2, 4.1.4.3.2). Written
+	 * under lock, read by the transports' status read without it. */
+	bool reset_pending;
 	/* Counters for status and benchmarks: guest kicks (eventfd counts, so kicks that arrive
 	 * together are all counted), I/O-thread wake-ups they caused, interrupts sent. */
 	uint64_t kicks, notifications, interrupts;
@@ -133,6 +140,13 @@ void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops
  * (cleared) when the driver accepted features never offered or lacks VERSION_1; DRIVER_OK
  * validates and enables every ready queue and activates the device; 0 resets. */
 void virtio_dev_set_status(struct virtio_dev *dev, uint8_t status);
+/* The status register as the driver reads it: dev->status, or, after a reset (0 written)
+ * whose in-flight work has not finished, DEVICE_NEEDS_RESET: non-zero, so a driver waits
+ * (Linux's virtio-pci polls for 0), and a driver that ORs bits into what it reads (a
+ * non-polling virtio-mmio driver) adds nothing, since the driver cannot set that bit. */
+uint8_t virtio_dev_status(const struct virtio_dev *dev);
+/* The device model's work from before the last reset has all finished (dev->lock held). */
+void virtio_dev_reset_done(struct virtio_dev *dev);
 /* Feature word write (sel 0: bits 0-31, sel 1: 32-63); ignored after FEATURES_OK. */
 void virtio_dev_set_driver_features(struct virtio_dev *dev, uint32_t sel, uint32_t value);
 uint32_t virtio_dev_get_device_features(const struct virtio_dev *dev, uint32_t sel);

@@ -149,6 +149,14 @@ static inline void fv_begin(void)
 	fv.queue_irqs = fv.config_irqs = 0;
 }
 
+/* After writing status 0 a driver waits until it reads 0 (virtio 1.2, 4.1.4.3): a device may
+ * still be finishing requests from before (virtio-blk), which must not reach the rings. */
+static inline void fv_await_reset(void)
+{
+	for (int i = 0; i < 1000 && virtio_dev_status(&fv.dev); i++)
+		event_loop_run_once(&fv.loop, 10);
+}
+
 /* Driver initialisation: accept the offered features that want has, VERSION_1 always. */
 static inline void fv_driver_start(uint64_t want)
 {
@@ -390,6 +398,7 @@ static inline void fv_step(struct fv_input *in)
 		virtio_dev_set_status(&fv.dev, 0);
 		if (fv.on_reset)
 			fv.on_reset();
+		fv_await_reset();
 		fv_driver_start(fv_restart_features);
 		break;
 	case 7:
@@ -418,6 +427,7 @@ static inline void fv_run_ops(struct fv_input *in)
 		fprintf(stderr, "\n");
 	}
 	virtio_dev_set_status(&fv.dev, 0);
+	fv_await_reset();
 	fv_run(); /* bottom halves scheduled before the reset must find nothing to do */
 }
 

@@ -256,7 +256,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fv_driver_start(fv_restart_features);
 	fv_run_ops(&in);
 	if (virtio_blk_inflight(blk))
-		abort(); /* the reset waited for everything */
+		abort(); /* status read 0: nothing from before the reset is left */
 	virtio_blk_destroy(blk);
 	if (getenv("FUZZ_VERBOSE"))
 		fprintf(stderr, "sectors read back and compared: %u%s\n", compared,

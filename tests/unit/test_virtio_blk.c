@@ -7,10 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "devices/backends/blk_io.h"
 #include "devices/virtio/blk.h"
 #include "vmm/base/event_loop.h"
 #include "vmm/base/guest_mem.h"
@@ -77,20 +84,14 @@ static void make_image(void)
 
 #define F_EVENT_IDX (1u << 29)
 
-/* Create the device and bring it to DRIVER_OK, accepting every feature it offers but those in
- * refused. */
-static void start_refusing(bool readonly, bool direct, bool no_uring, const char *serial,
-			   uint32_t refused)
+/* A driver's initialisation (virtio 1.2, 3.1.1), accepting every feature offered but those in
+ * refused, with the queue's rings where the driver side below expects them, empty;
+ * driver_init first checks that the device reads status 0, as a driver waits for. */
+static void driver_setup(uint32_t refused)
 {
-	struct blk_options o = {0};
-	snprintf(o.path, sizeof(o.path), "%s", img_path);
-	o.readonly = readonly;
-	o.direct = direct;
-	o.no_uring = no_uring;
-	snprintf(o.serial, sizeof(o.serial), "%s", serial ? serial : "");
-	blk = virtio_blk_create(&dev, &mem, &loop, "virtio-blk0", &o);
-	cr_assert_not_null(blk);
-	dev.transport = &fake_transport;
+	memset(ram + AVAIL_GPA, 0, 4 + 2u * QSIZE);
+	memset(ram + USED_GPA, 0, 4 + 8u * QSIZE);
+	avail_idx = used_seen = next_desc = 0;
 	virtio_dev_set_status(&dev, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
 	virtio_dev_set_driver_features(&dev, 0, virtio_dev_get_device_features(&dev, 0) & ~refused);
 	virtio_dev_set_driver_features(&dev, 1, 1); /* VERSION_1 */
@@ -106,6 +107,29 @@ static void start_refusing(bool readonly, bool direct, bool no_uring, const char
 	cr_assert(!dev.broken);
 }
 
+static void driver_init(uint32_t refused)
+{
+	cr_assert_eq(virtio_dev_status(&dev), 0, "initialising a device that is not reset");
+	driver_setup(refused);
+}
+
+/* Create the device and bring it to DRIVER_OK, accepting every feature it offers but those in
+ * refused. */
+static void start_refusing(bool readonly, bool direct, bool no_uring, const char *serial,
+			   uint32_t refused)
+{
+	struct blk_options o = {0};
+	snprintf(o.path, sizeof(o.path), "%s", img_path);
+	o.readonly = readonly;
+	o.direct = direct;
+	o.no_uring = no_uring;
+	snprintf(o.serial, sizeof(o.serial), "%s", serial ? serial : "");
+	blk = virtio_blk_create(&dev, &mem, &loop, "virtio-blk0", &o);
+	cr_assert_not_null(blk);
+	dev.transport = &fake_transport;
+	driver_init(refused);
+}
+
 static void start(bool readonly, bool direct, bool no_uring, const char *serial)
 {
 	start_refusing(readonly, direct, no_uring, serial, 0);
@@ -113,8 +137,9 @@ static void start(bool readonly, bool direct, bool no_uring, const char *serial)
 
 static void setup(void)
 {
-	ram = calloc(1, RAM_SIZE);
-	cr_assert_not_null(ram);
+	/* Page-aligned and untouched: the reset tests hold pages of it with userfaultfd. */
+	ram = mmap(NULL, RAM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(ram, MAP_FAILED);
 	guest_mem_init_with(&mem, ram, RAM_SIZE);
 	cr_assert_eq(event_loop_init(&loop), 0);
 	make_image();
@@ -123,13 +148,16 @@ static void setup(void)
 	blk = NULL;
 }
 
+static void release_faults(void);
+
 static void teardown(void)
 {
+	release_faults(); /* a failed reset test must not leave the disk's workers stuck */
 	if (blk)
 		virtio_blk_destroy(blk);
 	event_loop_destroy(&loop);
 	unlink(img_path);
-	free(ram);
+	munmap(ram, RAM_SIZE);
 }
 
 TestSuite(virtio_blk, .init = setup, .fini = teardown);
@@ -531,8 +559,17 @@ static unsigned untouched(unsigned n)
 	return c;
 }
 
+/* Run the I/O loop until the status register reads 0 (bounded: 5 s): a driver's reset wait. */
+static void await_reset_done(void)
+{
+	for (int i = 0; i < 500 && virtio_dev_status(&dev); i++)
+		event_loop_run_once(&loop, 10);
+	cr_assert_eq(virtio_dev_status(&dev), 0, "the reset never completed");
+}
+
 /* Requests the device already finished may be pushed before the reset (the device completes
- * what it can at once); those still in flight at the reset must never reach the guest. */
+ * what it can at once); those still in flight at the reset must never reach the guest, and the
+ * status register reads non-zero until they are gone. */
 static void reset_in_flight(bool no_uring)
 {
 	start(false, true, no_uring, NULL); /* O_DIRECT: reads really wait for the disk */
@@ -548,10 +585,11 @@ static void reset_in_flight(bool no_uring)
 	uint16_t pushed = used_idx();
 	unsigned pending = untouched(64);
 	cr_assert_eq(pending, 64u - pushed);
-	virtio_dev_set_status(&dev, 0); /* waits for the rest and drops them */
+	virtio_dev_set_status(&dev, 0); /* disowns the rest, without waiting */
+	cr_assert_eq(virtio_dev_status(&dev) != 0, virtio_blk_inflight(blk) != 0,
+		     "status reads 0 only once nothing is in flight");
+	await_reset_done();
 	cr_assert_eq(virtio_blk_inflight(blk), 0);
-	for (int i = 0; i < 5; i++)
-		event_loop_run_once(&loop, 10);
 	cr_assert_eq(used_idx(), pushed, "nothing pushed after reset");
 	cr_assert_eq(untouched(64), pending, "no status written after reset");
 }
@@ -564,6 +602,196 @@ Test(virtio_blk, reset_with_requests_in_flight)
 Test(virtio_blk, reset_with_requests_in_flight_workers)
 {
 	reset_in_flight(true);
+}
+
+/* A request queued in the same pass as a chain that breaks the device (io_uring: prepared, not
+ * yet submitted) is still started, so the reset that follows completes. */
+Test(virtio_blk, reset_after_break_completes)
+{
+	start(false, false, false, NULL);
+	header(0, T_IN, 1);
+	struct buf r[3] = {{HDR_GPA, 16, false}, {DATA_GPA, 4096, true}, {STATUS_GPA, 1, true}};
+	post(r, 3);
+	struct buf bad[1] = {{HDR_GPA + 16, 16, false}}; /* no status byte: breaks the device */
+	post(bad, 1);
+	virtio_dev_queue_notify(&dev, 0);
+	cr_assert(dev.broken);
+	virtio_dev_set_status(&dev, 0);
+	await_reset_done();
+	cr_assert_eq(virtio_blk_inflight(blk), 0);
+	driver_init(0);
+	cr_assert_eq(rd(3, DATA_GPA, 512), S_OK);
+	cr_assert_eq(ram[DATA_GPA], 3);
+}
+
+/* Requests held in flight for as long as a test wants: their data buffers lie in pages of
+ * guest RAM registered with userfaultfd, so the disk's worker threads block in preadv() on the
+ * first byte they copy, until the pages are released (the userfaultfd closed). A watchdog
+ * thread releases them anyway after HOLD_LIMIT_S, so a reset that waits for the disk cannot
+ * hang the test: it fails it (fault.watchdog). */
+#define HOLD_LIMIT_S 5
+#define HELD_GPA     0x400000u /* 64 KiB per request */
+#define HELD_LEN     (64u << 10)
+#define HELD_REQS    8
+
+static struct {
+	int uffd;
+	bool running, release, watchdog;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+} fault = {.uffd = -1, .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void *fault_holder(void *opaque)
+{
+	(void)opaque;
+	struct timespec deadline;
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += HOLD_LIMIT_S;
+	pthread_mutex_lock(&fault.lock);
+	while (!fault.release)
+		if (pthread_cond_timedwait(&fault.cond, &fault.lock, &deadline)) {
+			fault.watchdog = true;
+			break;
+		}
+	close(fault.uffd); /* unregisters the range and wakes the blocked faults */
+	fault.uffd = -1;
+	pthread_mutex_unlock(&fault.lock);
+	return NULL;
+}
+
+/* Register [gpa, gpa + len) and start the holder. */
+static void hold_pages(uint64_t gpa, uint64_t len)
+{
+	fault.uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	cr_assert_geq(fault.uffd, 0, "userfaultfd: %s", strerror(errno));
+	struct uffdio_api api = {.api = UFFD_API};
+	cr_assert_eq(ioctl(fault.uffd, UFFDIO_API, &api), 0, "UFFDIO_API: %s", strerror(errno));
+	cr_assert_eq(madvise(ram + gpa, len, MADV_DONTNEED), 0);
+	struct uffdio_register reg = {.range = {(uintptr_t)(ram + gpa), len},
+				      .mode = UFFDIO_REGISTER_MODE_MISSING};
+	cr_assert_eq(ioctl(fault.uffd, UFFDIO_REGISTER, &reg), 0, "UFFDIO_REGISTER: %s",
+		     strerror(errno));
+	fault.release = fault.watchdog = false;
+	cr_assert_eq(pthread_create(&fault.thread, NULL, fault_holder, NULL), 0);
+	fault.running = true;
+}
+
+/* Wait (bounded: 5 s) until n threads are blocked on held pages. */
+static void await_faults(unsigned n)
+{
+	unsigned seen = 0;
+	struct pollfd p = {.fd = fault.uffd, .events = POLLIN};
+	while (seen < n && poll(&p, 1, 5000) == 1) {
+		struct uffd_msg msg;
+		if (read(fault.uffd, &msg, sizeof(msg)) == sizeof(msg) &&
+		    msg.event == UFFD_EVENT_PAGEFAULT)
+			seen++;
+	}
+	cr_assert_eq(seen, n, "%u of %u disk reads blocked on held pages", seen, n);
+}
+
+static void release_faults(void)
+{
+	if (!fault.running)
+		return;
+	pthread_mutex_lock(&fault.lock);
+	fault.release = true;
+	pthread_cond_signal(&fault.cond);
+	pthread_mutex_unlock(&fault.lock);
+	pthread_join(fault.thread, NULL);
+	fault.running = false;
+}
+
+/* HELD_REQS reads into held pages (worker engine), every worker blocked in one, then a reset:
+ * it returns at once, with the requests still in flight. */
+static void reset_with_held_reads(void)
+{
+	start(false, false, true, NULL);
+	hold_pages(HELD_GPA, HELD_REQS * HELD_LEN);
+	for (unsigned i = 0; i < HELD_REQS; i++) {
+		header(i, T_IN, 128 * i);
+		struct buf b[3] = {{HDR_GPA + 16u * i, 16, false},
+				   {HELD_GPA + HELD_LEN * i, HELD_LEN, true},
+				   {STATUS_GPA + i, 1, true}};
+		post(b, 3);
+	}
+	virtio_dev_queue_notify(&dev, 0);
+	await_faults(BLK_IO_WORKERS);
+	cr_assert_eq(virtio_blk_inflight(blk), HELD_REQS);
+	virtio_dev_set_status(&dev, 0);
+	pthread_mutex_lock(&fault.lock);
+	bool waited = fault.watchdog;
+	pthread_mutex_unlock(&fault.lock);
+	cr_assert(!waited, "the reset waited for the disk (on the vCPU thread, under the lock)");
+	cr_assert_eq(virtio_blk_inflight(blk), HELD_REQS);
+	cr_assert_eq(virtio_dev_status(&dev), VIRTIO_STATUS_DEVICE_NEEDS_RESET,
+		     "status reads non-zero while the reset is pending");
+	cr_assert_eq(dev.status, 0);
+}
+
+/* A driver that waits for status 0 (as Linux's virtio-pci and the probe do): it reads non-zero
+ * until the last old request finished, none of which reaches the rings; then a new
+ * initialisation works. */
+Test(virtio_blk, reset_does_not_wait_for_the_disk)
+{
+	reset_with_held_reads();
+	for (int i = 0; i < 5; i++)
+		event_loop_run_once(&loop, 10);
+	cr_assert_eq(virtio_dev_status(&dev), VIRTIO_STATUS_DEVICE_NEEDS_RESET,
+		     "the reset completed with requests still blocked");
+	release_faults();
+	await_reset_done();
+	cr_assert_eq(virtio_blk_inflight(blk), 0);
+	cr_assert_eq(used_idx(), 0, "an old request was pushed after the reset");
+	cr_assert_eq(untouched(HELD_REQS), HELD_REQS, "an old status byte was written");
+	driver_init(0);
+	cr_assert_eq(rd(5, DATA_GPA, 512), S_OK);
+	cr_assert_eq(ram[DATA_GPA], 5);
+	cr_assert_eq(ram[DATA_GPA + 511], 5);
+}
+
+/* A driver that does not wait (older Linux virtio-mmio) and sets the queue up again at once,
+ * at the same addresses, while the old requests are still in flight: its new requests
+ * complete, and the old ones never land in the new rings when they finish. */
+Test(virtio_blk, reset_then_reinit_without_waiting)
+{
+	reset_with_held_reads();
+	virtio_dev_set_status(&dev, 0); /* a second reset meanwhile changes nothing */
+	cr_assert_eq(virtio_dev_status(&dev), VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	/* As a driver that ORs bits into what it reads would write them. */
+	virtio_dev_set_status(&dev, virtio_dev_status(&dev) | VIRTIO_STATUS_ACKNOWLEDGE);
+	cr_assert_eq(virtio_dev_status(&dev), VIRTIO_STATUS_ACKNOWLEDGE);
+	driver_setup(0);
+	/* New requests at the old ones' descriptors: GET_ID completes at once, a read once the
+	 * workers are free. */
+	header(HELD_REQS, T_GET_ID, 0);
+	struct buf id[3] = {{HDR_GPA + 16u * HELD_REQS, 16, false},
+			    {DATA_GPA, 20, true},
+			    {STATUS_GPA + HELD_REQS, 1, true}};
+	uint16_t id_head = post(id, 3);
+	kick_and_wait(1);
+	cr_assert_eq(ram[STATUS_GPA + HELD_REQS], S_OK);
+	header(HELD_REQS + 1, T_IN, 7);
+	struct buf r[3] = {{HDR_GPA + 16u * (HELD_REQS + 1), 16, false},
+			   {DATA_GPA + 4096, 512, true},
+			   {STATUS_GPA + HELD_REQS + 1, 1, true}};
+	uint16_t rd_head = post(r, 3);
+	virtio_dev_queue_notify(&dev, 0);
+	release_faults();
+	for (int i = 0; i < 500 && virtio_blk_inflight(blk); i++)
+		event_loop_run_once(&loop, 10);
+	cr_assert_eq(virtio_blk_inflight(blk), 0);
+	cr_assert_eq(used_idx(), 2, "only the new driver's two requests are used (%u)", used_idx());
+	uint32_t e0, e1;
+	memcpy(&e0, ram + USED_GPA + 4, 4);
+	memcpy(&e1, ram + USED_GPA + 12, 4);
+	cr_assert_eq(e0, id_head);
+	cr_assert_eq(e1, rd_head);
+	cr_assert_eq(ram[STATUS_GPA + HELD_REQS + 1], S_OK);
+	cr_assert_eq(ram[DATA_GPA + 4096], 7);
+	cr_assert_eq(untouched(HELD_REQS), HELD_REQS, "an old status byte was written");
+	cr_assert_eq(virtio_dev_status(&dev), 1 | 2 | 8 | VIRTIO_STATUS_DRIVER_OK);
 }
 
 /* --disk's parser on an option string; the image it opened is closed again. */

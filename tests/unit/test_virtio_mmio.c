@@ -328,3 +328,15 @@ Test(virtio_mmio, queue_num_racing_queue_ready_never_outgrows_the_rings)
 	pthread_join(th, NULL);
 	cr_assert_gt(mapped, 0, "the race never let the queue be enabled");
 }
+
+/* A reset whose device-model work is still in flight (virtio-blk's requests) reads non-zero
+ * until the device model is done: the driver waits for 0 (virtio 1.2, 4.1.4.3.2). */
+Test(virtio_mmio, pending_reset_reads_non_zero)
+{
+	wr(0x070, 1 | 2);
+	wr(0x070, 0);
+	dev.reset_pending = true; /* as virtio-blk's reset leaves it with requests in flight */
+	cr_assert_eq(rd(0x070), VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	virtio_dev_reset_done(&dev);
+	cr_assert_eq(rd(0x070), 0);
+}

@@ -807,3 +807,15 @@ Test(virtio_pci, kicks_through_eventfds_on_the_io_thread)
 	event_loop_destroy(&loop);
 	make(&fake_ops, NULL, NULL);
 }
+
+/* A reset whose device-model work is still in flight (virtio-blk's requests) reads non-zero
+ * until the device model is done: the driver waits for 0 (virtio 1.2, 4.1.4.3.2). */
+Test(virtio_pci, pending_reset_reads_non_zero)
+{
+	driver_ok();
+	wr(COMMON(STATUS), 1, 0);
+	dev.reset_pending = true; /* as virtio-blk's reset leaves it with requests in flight */
+	cr_assert_eq(status(), VIRTIO_STATUS_DEVICE_NEEDS_RESET);
+	virtio_dev_reset_done(&dev);
+	cr_assert_eq(status(), 0);
+}
