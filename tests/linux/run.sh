@@ -19,7 +19,8 @@ OUT=${LINUX_TEST_OUT:-$ROOT/build/linux}
 LIMIT=${LINUX_TEST_TIMEOUT:-1200}
 # The L1 VM prints "@@ HEARTBEAT n" every 2 s from its init on (host-init.sh). Once one came,
 # this long without another means the VM died or hung (the emulator's fault, see above): it is
-# replaced at once, not after SILENCE. (The summary line prints the largest gap seen.)
+# replaced at once, not after SILENCE. (The summary line prints the largest gap seen: 3 s in a
+# full run on a loaded machine.)
 HEARTBEAT=${LINUX_TEST_HEARTBEAT_LIMIT:-30}
 # No scenario takes this long (each bounds its L2 guests to 300 s at most): an L1 VM that still
 # beats but has not started or ended a scenario for this long is stuck.
@@ -111,7 +112,7 @@ log_text() {
 
 # result LOG NAME: the scenario's "PASS|FAIL|SKIP seconds [second-try]" from LOG, empty if none.
 result() { grep -a "^@@ RESULT $2 " "$1" | tr -d '\r' | head -n 1 | cut -d' ' -f4- || true; }
-# (The first START line follows the console's escape sequences: no ^ anchor.)
+# (The console's first line, a heartbeat, follows its escape sequences: no ^ anchor, to be safe.)
 started() { grep -aq "@@ START $2"$'\r'"*\$" "$1"; }
 
 # Stopped or not, run.sh leaves no test VM behind.
