@@ -11,11 +11,25 @@ mkdir -p /dev/pts /tmp /dev/net
 mount -t devpts devpts /dev/pts
 mount -t tmpfs -o size=3g tmp /tmp
 ip link set lo up
+# A heartbeat on the console until the scenarios are done: run.sh ends a test VM that stops
+# beating (the emulator's fault) at once, not after a scenario's whole time limit. One echo is
+# one write, so a heartbeat never splits another line (it may sit inside one written in parts).
+(
+	n=0
+	while :; do
+		n=$((n + 1))
+		echo "@@ HEARTBEAT $n"
+		sleep 2
+	done
+) &
+beat=$!
 for m in $(cat /modules/order); do
 	insmod "/modules/$m.ko" || echo "@@ insmod $m failed"
 done
 [ -e /dev/kvm ] || echo "@@ no /dev/kvm in the test VM"
 . /scenarios.sh
 run_all "$(tr ' ' '\n' </proc/cmdline | sed -n 's/^tests=//p')"
+kill $beat
+wait $beat
 echo "@@ DONE"
 poweroff -f

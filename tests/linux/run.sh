@@ -17,8 +17,16 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${LINUX_TEST_OUT:-$ROOT/build/linux}
 LIMIT=${LINUX_TEST_TIMEOUT:-1200}
-# No scenario takes this long (each bounds its L2 guests to 300 s at most): a silent L1 VM is dead.
+# The L1 VM prints "@@ HEARTBEAT n" every 2 s from its init on (host-init.sh). Once one came,
+# this long without another means the VM died or hung (the emulator's fault, see above): it is
+# replaced at once, not after SILENCE. (The summary line prints the largest gap seen: 3 s in a
+# full run on a loaded machine.)
+HEARTBEAT=${LINUX_TEST_HEARTBEAT_LIMIT:-30}
+# No scenario takes this long (each bounds its L2 guests to 300 s at most): an L1 VM that still
+# beats but has not started or ended a scenario for this long is stuck.
 SILENCE=${LINUX_TEST_SILENCE:-420}
+# The emulated CPU, settable for experiments with the VM's deaths (e.g. max,vgif=off).
+CPU=${LINUX_TEST_CPU:-max}
 # Stand-ins for the harness's own test (tests/integration/test_nested_harness.sh): a fake QEMU
 # that prints scenario results, and no image build.
 QEMU=${LINUX_TEST_QEMU:-qemu-system-x86_64}
@@ -41,52 +49,70 @@ echo "nested suite: ${#want[@]} scenarios in the L1 test VM (QEMU TCG; log: $OUT
 start=$(date +%s)
 
 # boot_l1 LOG SCENARIO...: one L1 VM running the scenarios, its console in LOG. Killed when it
-# has run LIMIT seconds or no scenario started or ended for SILENCE seconds. Prints why it ended.
+# has run LIMIT seconds, stopped beating for HEARTBEAT seconds, or started or ended no scenario
+# for SILENCE seconds. Prints why it ended, then the largest gap between its heartbeats.
 boot_l1() {
-	local log=$1 list rc=0 seen=0 quiet=0 waited=0 n why
+	local log=$1 list rc=0 seen=0 beats=0 gap=0 n now why=""
+	local t0=$SECONDS last=$SECONDS last_beat=$SECONDS
 	shift
 	list=$(IFS=,; echo "$*")
 	# -m 6G: the --memory scenario gives the L2 guest more than 3 GiB (RAM across the PCI hole).
-	"$QEMU" -accel tcg -cpu max -m 6G -smp 2 -nographic -no-reboot \
+	"$QEMU" -accel tcg -cpu "$CPU" -m 6G -smp 2 -nographic -no-reboot \
 		-kernel "$OUT/vmlinuz" -initrd "$OUT/l1-initramfs.gz" \
 		-append "console=ttyS0 quiet panic=-1 tests=$list" </dev/null >"$log" 2>&1 &
 	l1_pid=$!
 	echo $l1_pid >"$OUT/l1.pid"
 	while kill -0 $l1_pid 2>/dev/null; do
-		sleep 1
-		waited=$((waited + 1))
-		n=$(grep -ac '@@ ' "$log" || true)
+		sleep 0.5
+		now=$SECONDS
+		# Heartbeats are not progress: a VM stuck in a scenario keeps beating.
+		n=$(grep -a '@@ ' "$log" | grep -vac '@@ HEARTBEAT' || true)
 		if [ "$n" != "$seen" ]; then
 			seen=$n
-			quiet=0
-		else
-			quiet=$((quiet + 1))
+			last=$now
 		fi
-		if [ $quiet -ge "$SILENCE" ]; then
+		n=$(grep -ac '@@ HEARTBEAT' "$log" || true)
+		if [ "$n" != "$beats" ]; then
+			[ "$beats" != 0 ] && [ $((now - last_beat)) -gt $gap ] && gap=$((now - last_beat))
+			beats=$n
+			last_beat=$now
+		fi
+		if [ "$beats" != 0 ] && [ $((now - last_beat)) -ge "$HEARTBEAT" ]; then
+			why="no heartbeat for ${HEARTBEAT}s"
+		elif [ $((now - last)) -ge "$SILENCE" ]; then
 			why="no scenario started or ended for ${SILENCE}s"
-		elif [ $waited -ge "$LIMIT" ]; then
+		elif [ $((now - t0)) -ge "$LIMIT" ]; then
 			why="did not finish within ${LIMIT}s"
 		else
 			continue
 		fi
 		kill -KILL $l1_pid 2>/dev/null || true
 		wait $l1_pid 2>/dev/null || true
-		rm -f "$OUT/l1.pid"
-		echo "$why"
-		return
+		break
 	done
-	wait $l1_pid || rc=$?
-	rm -f "$OUT/l1.pid"
-	if [ $rc = 0 ]; then
-		grep -aq '@@ DONE' "$log" && echo "done" || echo "QEMU exited without the test VM finishing"
-	else
-		echo "QEMU exit status $rc"
+	if [ -z "$why" ]; then
+		wait $l1_pid || rc=$?
+		if [ $rc != 0 ]; then
+			why="QEMU exit status $rc"
+		elif grep -aq '@@ DONE' "$log"; then
+			why=done
+		else
+			why="QEMU exited without the test VM finishing"
+		fi
 	fi
+	rm -f "$OUT/l1.pid"
+	printf '%s\n%s\n' "$why" "$gap"
+}
+
+# log_text LOG: the console as text, without heartbeats. (A heartbeat written while another
+# process was halfway through a line sits inside it: that line is joined back.)
+log_text() {
+	tr -d '\r' <"$1" | sed -e '/@@ HEARTBEAT [0-9]*$/{s///;/^$/d;N;s/\n//;}'
 }
 
 # result LOG NAME: the scenario's "PASS|FAIL|SKIP seconds [second-try]" from LOG, empty if none.
 result() { grep -a "^@@ RESULT $2 " "$1" | tr -d '\r' | head -n 1 | cut -d' ' -f4- || true; }
-# (The first START line follows the console's escape sequences: no ^ anchor.)
+# (The console's first line, a heartbeat, follows its escape sequences: no ^ anchor, to be safe.)
 started() { grep -aq "@@ START $2"$'\r'"*\$" "$1"; }
 
 # Stopped or not, run.sh leaves no test VM behind.
@@ -103,6 +129,7 @@ trap 'exit 143' TERM
 
 failed=0
 second=0
+gap=0
 pending=("${want[@]}")
 retried=""
 try=1
@@ -113,7 +140,9 @@ while [ ${#pending[@]} -gt 0 ]; do
 	boot_l1 "$log" "${pending[@]}" >"$OUT/l1.why" &
 	boot_job=$!
 	wait $boot_job
-	why=$(cat "$OUT/l1.why")
+	why=$(sed -n 1p "$OUT/l1.why")
+	n=$(sed -n 2p "$OUT/l1.why")
+	[ "${n:-0}" -gt "$gap" ] && gap=$n
 	next=()
 	for t in "${pending[@]}"; do
 		r=$(result "$log" "$t")
@@ -126,16 +155,16 @@ while [ ${#pending[@]} -gt 0 ]; do
 			if [ -n "$note" ]; then
 				second=$((second + 1))
 				[ "${3:-}" = second-try ] && [ "$1" = PASS ] &&
-					sed -n "/@@ START $t\r\?\$/,/^@@ RETRY $t\r\?\$/p" "$log" | tr -d '\r' | sed 's/^/    /'
+					log_text "$log" | sed -n "/@@ START $t\$/,/^@@ RETRY $t\$/s/^/    /p"
 			fi
 			if [ "$1" != PASS ]; then
 				failed=$((failed + 1))
 				# The scenario's section of the log: its checks, L2 consoles and minivmm stderr.
-				sed -n "/@@ START $t\r\?\$/,/^@@ RESULT $t /p" "$log" | tr -d '\r' | sed 's/^/    /'
+				log_text "$log" | sed -n "/@@ START $t\$/,/^@@ RESULT $t /s/^/    /p"
 			fi
 		elif started "$log" "$t"; then
 			echo "the L1 test VM died during $t ($why); the end of $log:"
-			tail -n 60 "$log" | tr -d '\r' | sed 's/^/    /'
+			log_text "$log" | tail -n 60 | sed 's/^/    /'
 			case " $retried " in
 			*" $t "*)
 				printf 'FAIL  %-28s (the L1 test VM died during it twice)\n' "$t"
@@ -153,7 +182,7 @@ while [ ${#pending[@]} -gt 0 ]; do
 	if [ ${#next[@]} -gt 0 ] && [ ${#next[@]} = ${#pending[@]} ] && ! started "$log" "${next[0]}"; then
 		# Nothing ran at all: the L1 VM itself does not work; another boot would not help.
 		echo "the L1 test VM ran no scenario ($why); the end of $log:"
-		tail -n 60 "$log" | tr -d '\r' | sed 's/^/    /'
+		log_text "$log" | tail -n 60 | sed 's/^/    /'
 		for t in "${next[@]}"; do printf 'FAIL  %-28s (no result: the test VM never ran it)\n' "$t"; done
 		failed=$((failed + ${#next[@]}))
 		break
@@ -162,5 +191,5 @@ while [ ${#pending[@]} -gt 0 ]; do
 	try=$((try + 1))
 done
 echo "nested suite: $((${#want[@]} - failed)) of ${#want[@]} passed in $(($(date +%s) - start))s" \
-	"($second had a second try)"
+	"($second had a second try; heartbeat gaps up to ${gap}s)"
 [ $failed = 0 ]
