@@ -8,6 +8,7 @@
 #   FAKE_L1_HANG       the VM goes silent in it the first time, heartbeat and all (a process
 #                      named fake-l1-$FAKE_L1_TAG sleeps)
 #   FAKE_L1_STUCK      the same, but the heartbeat goes on (the scenario hangs, not the VM)
+#   FAKE_L1_MUTE_BOOT  (any value) the first VM hangs while booting: no heartbeat, no scenario
 # A failing try's first check line is written in two parts with a heartbeat between them, as
 # the real console can show it. FAKE_L1_STATE is a directory remembering what already died once.
 # once NAME: true the first time it is asked about NAME.
@@ -17,6 +18,7 @@ while [ $# -gt 0 ]; do
 	[ "$1" = -append ] && list=$(tr ' ' '\n' <<<"$2" | sed -n 's/^tests=//p')
 	shift
 done
+[ -n "${FAKE_L1_MUTE_BOOT:-}" ] && once mute-boot && exec -a "fake-l1-$FAKE_L1_TAG" sleep 1000
 # The heartbeat stops with this process (killed by run.sh) or when killed itself. Its first beat
 # comes before any scenario, as in the real test VM.
 echo "@@ HEARTBEAT 0"

@@ -70,6 +70,16 @@ out_has silent '^PASS  poweroff'
 [ $((SECONDS - t0)) -lt 15 ] || fail "silent: run.sh took $((SECONDS - t0))s (heartbeat limit 3s)"
 no_fake_left silent
 
+# One that never beats (it hung while booting) is replaced after the boot limit.
+t0=$SECONDS
+nested mute_boot LINUX_TEST_BOOT_LIMIT=3 LINUX_TEST_SILENCE=30 FAKE_L1_MUTE_BOOT=1 -- reboot poweroff
+status_is mute_boot 0
+out_has mute_boot 'ran no scenario (no heartbeat within 3s of its start): booting a fresh one'
+out_has mute_boot '^PASS  reboot'
+out_has mute_boot '^PASS  poweroff'
+[ $((SECONDS - t0)) -lt 15 ] || fail "mute_boot: run.sh took $((SECONDS - t0))s (boot limit 3s)"
+no_fake_left mute_boot
+
 # One that beats but is stuck in a scenario is ended by the silence limit: heartbeats are no
 # scenario progress.
 nested stuck LINUX_TEST_HEARTBEAT_LIMIT=3 LINUX_TEST_SILENCE=5 LINUX_TEST_TIMEOUT=15 \

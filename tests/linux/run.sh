@@ -22,6 +22,9 @@ LIMIT=${LINUX_TEST_TIMEOUT:-1200}
 # replaced at once, not after SILENCE. (The summary line prints the largest gap seen: 3 s in a
 # full run on a loaded machine.)
 HEARTBEAT=${LINUX_TEST_HEARTBEAT_LIMIT:-30}
+# The first heartbeat comes about 8 s after QEMU starts (the L1 kernel's boot, under TCG): one
+# that has not come this long after the start means the VM died or hung while booting.
+BOOT_LIMIT=${LINUX_TEST_BOOT_LIMIT:-120}
 # No scenario takes this long (each bounds its L2 guests to 300 s at most): an L1 VM that still
 # beats but has not started or ended a scenario for this long is stuck.
 SILENCE=${LINUX_TEST_SILENCE:-420}
@@ -49,7 +52,8 @@ echo "nested suite: ${#want[@]} scenarios in the L1 test VM (QEMU TCG; log: $OUT
 start=$(date +%s)
 
 # boot_l1 LOG SCENARIO...: one L1 VM running the scenarios, its console in LOG. Killed when it
-# has run LIMIT seconds, stopped beating for HEARTBEAT seconds, or started or ended no scenario
+# has run LIMIT seconds, did not beat within BOOT_LIMIT seconds, stopped beating for HEARTBEAT
+# seconds, or started or ended no scenario
 # for SILENCE seconds. Prints why it ended, then the largest gap between its heartbeats.
 boot_l1() {
 	local log=$1 list rc=0 seen=0 beats=0 gap=0 n now why=""
@@ -79,6 +83,8 @@ boot_l1() {
 		fi
 		if [ "$beats" != 0 ] && [ $((now - last_beat)) -ge "$HEARTBEAT" ]; then
 			why="no heartbeat for ${HEARTBEAT}s"
+		elif [ "$beats" = 0 ] && [ $((now - t0)) -ge "$BOOT_LIMIT" ]; then
+			why="no heartbeat within ${BOOT_LIMIT}s of its start"
 		elif [ $((now - last)) -ge "$SILENCE" ]; then
 			why="no scenario started or ended for ${SILENCE}s"
 		elif [ $((now - t0)) -ge "$LIMIT" ]; then
@@ -132,6 +138,7 @@ second=0
 gap=0
 pending=("${want[@]}")
 retried=""
+boot_retried=0
 try=1
 while [ ${#pending[@]} -gt 0 ]; do
 	log=$OUT/nested.log
@@ -179,8 +186,15 @@ while [ ${#pending[@]} -gt 0 ]; do
 			next+=("$t")
 		fi
 	done
-	if [ ${#next[@]} -gt 0 ] && [ ${#next[@]} = ${#pending[@]} ] && ! started "$log" "${next[0]}"; then
-		# Nothing ran at all: the L1 VM itself does not work; another boot would not help.
+	if [ ${#next[@]} -gt 0 ] && [ ${#next[@]} = ${#pending[@]} ] && ! started "$log" "${next[0]}" &&
+		[ $boot_retried = 0 ]; then
+		# It died before its first scenario (the emulator's fault can strike while it boots):
+		# one fresh boot per run.
+		echo "the L1 test VM ran no scenario ($why): booting a fresh one; the end of $log:"
+		log_text "$log" | tail -n 30 | sed 's/^/    /'
+		boot_retried=1
+	elif [ ${#next[@]} -gt 0 ] && [ ${#next[@]} = ${#pending[@]} ] && ! started "$log" "${next[0]}"; then
+		# Nothing ran twice: the L1 VM itself does not work; another boot would not help.
 		echo "the L1 test VM ran no scenario ($why); the end of $log:"
 		log_text "$log" | tail -n 60 | sed 's/^/    /'
 		for t in "${next[@]}"; do printf 'FAIL  %-28s (no result: the test VM never ran it)\n' "$t"; done
