@@ -62,7 +62,7 @@ static const struct syscall_rule syscalls[] = {
     {"writev", CORE, ALWAYS},
     {"lseek", CORE, ALWAYS},
     {"close", CORE, ALWAYS},
-    {"fstat", CORE, ALWAYS},
+    {"fstat", ANY, ALWAYS}, /* stdio may look at stderr */
     /* the blk worker threads (no io_uring): the guest's requests on the image */
     {"pread64", BLK, ALWAYS},
     {"pwrite64", BLK, ALWAYS},
@@ -283,19 +283,20 @@ static int add_rules(scmp_filter_ctx ctx, const struct seccomp_needs *have, unsi
 			return -1;
 	}
 	/* The stat family: by path from the (possibly jailed) root or working directory, or on a
-	 * descriptor itself (glibc's fstat is newfstatat(fd, "", AT_EMPTY_PATH)). Not relative to
-	 * a directory descriptor: none is kept open once set up, and none may be used. */
+	 * descriptor itself (glibc's fstat is newfstatat(fd, "", AT_EMPTY_PATH)); not by a path
+	 * relative to a directory descriptor. (A filter cannot read the path: with AT_EMPTY_PATH
+	 * a non-empty one would still be resolved. What makes that harmless is that no directory
+	 * descriptor stays open once set up, least of all one outside a --jail.) */
 	const struct scmp_arg_cmp at_cwd =
 	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, (uint32_t)AT_FDCWD);
 	const struct scmp_arg_cmp fstatat_empty =
 	    SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH);
 	const struct scmp_arg_cmp statx_empty =
 	    SCMP_A2(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH);
-	if ((role & CORE) &&
-	    (add(ctx, SCMP_ACT_ALLOW, "newfstatat", 1, &at_cwd, err, errlen) ||
-	     add(ctx, SCMP_ACT_ALLOW, "newfstatat", 1, &fstatat_empty, err, errlen) ||
-	     add(ctx, SCMP_ACT_ALLOW, "statx", 1, &at_cwd, err, errlen) ||
-	     add(ctx, SCMP_ACT_ALLOW, "statx", 1, &statx_empty, err, errlen)))
+	if (add(ctx, SCMP_ACT_ALLOW, "newfstatat", 1, &at_cwd, err, errlen) ||
+	    add(ctx, SCMP_ACT_ALLOW, "newfstatat", 1, &fstatat_empty, err, errlen) ||
+	    add(ctx, SCMP_ACT_ALLOW, "statx", 1, &at_cwd, err, errlen) ||
+	    add(ctx, SCMP_ACT_ALLOW, "statx", 1, &statx_empty, err, errlen))
 		return -1;
 	/* Files are opened at set-up only (libslirp's /etc/resolv.conf included: slirp.c). glibc
 	 * may still read one later: its malloc reads /proc/sys/vm/overcommit_memory the first time

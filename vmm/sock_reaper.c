@@ -86,9 +86,11 @@ int sock_reaper_main(int argc, char **argv)
 	while ((n = read(ALIVE_FD, buf, sizeof(buf))) != 0)
 		if (n < 0 && errno != EINTR)
 			return 1; /* no VMM to wait for (misuse): remove nothing */
-	/* Only the socket the VMM bound: another VMM may have replaced a stale one since. */
+	/* Only the socket the VMM bound: another VMM may have replaced a stale one since, and a
+	 * file system may give the new one the freed inode number (its change time differs). */
 	if (known && lstat(path, &now) == 0 && now.st_dev == bound.st_dev &&
-	    now.st_ino == bound.st_ino && unlink(path) < 0)
+	    now.st_ino == bound.st_ino && now.st_ctim.tv_sec == bound.st_ctim.tv_sec &&
+	    now.st_ctim.tv_nsec == bound.st_ctim.tv_nsec && unlink(path) < 0)
 		fprintf(stderr, "minivmm: warning: control socket %s left behind: %s\n", path,
 			strerror(errno));
 	ssize_t w = write(DONE_FD, "x", 1);
