@@ -458,9 +458,12 @@ int slirp_validate(const struct slirp_forwards *fwd, char *err, size_t errlen)
  * only stats it again). The seccomp filters let no thread open a file once the guest runs, so
  * have libslirp read it now: an empty UDP datagram to 10.0.2.3 makes it look the nameserver
  * up, then send the empty datagram there, which a DNS server ignores. Its source is 0.0.0.0,
- * an address libslirp sends no ICMP error to, so the guest never hears of it. A file that
- * changes later cannot be read again: libslirp then forwards DNS to the host's 127.0.0.1. */
-static void read_dns_config_now(Slirp *slirp)
+ * an address libslirp sends no ICMP error to, so the guest never hears of it. The first lookup
+ * reads the file without taking its identity (stat); a second one, once libslirp's clock (set
+ * by each poll) is past the first lookup's time, takes it and reads the file again: without
+ * it the guest's first lookup would. A file that changes later cannot be read again: libslirp
+ * then forwards DNS to the host's 127.0.0.1. */
+static void read_dns_config_now(struct slirp_be *s)
 {
 	static const uint8_t macs[12] = {0x52, 0x55, 0x0a, 0x00, 0x02, 0x02,  /* to slirp */
 					 0x52, 0x54, 0x00, 0x12, 0x34, 0x56}; /* from the guest */
@@ -484,7 +487,9 @@ static void read_dns_config_now(Slirp *slirp)
 		sum = (sum & 0xffff) + (sum >> 16);
 	ip[10] = (uint8_t)(~sum >> 8);
 	ip[11] = (uint8_t)~sum;
-	slirp_input(slirp, f, (int)sizeof(f));
+	slirp_input(s->slirp, f, (int)sizeof(f));
+	slirp_pollfds_poll(s->slirp, 1, get_revents, s); /* the clock only: no socket looked at */
+	slirp_input(s->slirp, f, (int)sizeof(f));
 }
 
 struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct event_loop *loop,
@@ -533,7 +538,7 @@ struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct 
 			return NULL;
 		}
 	}
-	read_dns_config_now(s->slirp);
+	read_dns_config_now(s);
 	refresh(s);
 	return &s->be;
 }

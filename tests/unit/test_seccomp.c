@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "devices/backends/blk_io.h"
+#include "vmm/base/guest_mem.h"
 #include "vmm/seccomp.h"
 
 static void note_restore(void)
@@ -667,6 +668,7 @@ static void one_request_narrows_a_worker(void)
 	}
 	if (narrowed != 1)
 		_exit(11);
+	blk_image_close(&wimg); /* the narrowed worker ends under its own filter */
 }
 
 Test(seccomp, blk_workers_narrow_before_the_first_request)
@@ -763,4 +765,24 @@ Test(seccomp, a_thread_may_narrow_only_itself)
 	skip_under_sanitizers();
 	char out[512];
 	expect_refused(filter_every_thread, (int)SYS_seccomp, out, sizeof(out));
+}
+
+/* The real pre-faulting thread (guest_mem.c), started once the filters are armed as in the
+ * VMM: it lowers its priority, narrows itself, faults RAM in and ends, all without a refused
+ * call. */
+static void populate_thread_runs_narrowed(void)
+{
+	static struct guest_mem mem;
+	seccomp_arm_thread_filters(&policy);
+	if (guest_mem_init(&mem, 16ULL << 20, true))
+		_exit(20);
+	guest_mem_start_populate(&mem);
+	guest_mem_destroy(&mem);
+}
+
+Test(seccomp, populate_thread_runs_under_its_own_filter)
+{
+	skip_under_sanitizers();
+	policy.needs = everything;
+	expect_exit_0(populate_thread_runs_narrowed);
 }
