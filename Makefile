@@ -85,18 +85,18 @@ FUZZ_BUILD   := build-fuzz
 FUZZ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -O1 -g -D_GNU_SOURCE -I. -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_virtqueue_SRCS := devices/virtio/virtqueue.c vmm/base/guest_mem.c
+FUZZ_virtqueue_SRCS := devices/virtio/virtqueue.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c
 FUZZ_json_SRCS := vmm/json.c
 FUZZ_virtio_mmio_SRCS := devices/virtio/mmio.c devices/virtio/virtio.c devices/virtio/virtqueue.c \
-	devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/event_loop.c vmm/base/log.c vmm/options.c
+	devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c vmm/base/event_loop.c vmm/base/log.c vmm/options.c
 FUZZ_virtio_pci_SRCS := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
-	devices/virtio/virtqueue.c devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/event_loop.c \
+	devices/virtio/virtqueue.c devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c vmm/base/event_loop.c \
 	vmm/base/log.c vmm/base/io_bus.c vmm/options.c
 # (arch/x86 less what needs KVM, libfdt or the legacy devices.)
 FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x86/machine.c \
-	arch/x86/fdt.c arch/x86/pc_devices.c,$(wildcard arch/x86/*.c)) vmm/base/guest_mem.c
+	arch/x86/fdt.c arch/x86/pc_devices.c,$(wildcard arch/x86/*.c)) vmm/base/guest_mem.c vmm/base/thread_sandbox.c
 # The device targets (fuzz_vdev.h): a device model over the virtio core, no transport.
-FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c vmm/base/guest_mem.c \
+FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c \
 	vmm/base/event_loop.c vmm/base/log.c vmm/options.c
 FUZZ_virtio_rng_SRCS := devices/virtio/rng.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/backends/blk_io.c $(FUZZ_VDEV_SRCS)

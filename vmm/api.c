@@ -18,6 +18,7 @@
 #include "device_registry.h"
 #include "file_util.h"
 #include "json.h"
+#include "sock_reaper.h"
 #include "vcpu.h"
 #include "virtio_devices.h"
 #include "vm.h"
@@ -50,8 +51,10 @@ struct api_client {
 struct api_server {
 	struct vm *vm;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int dir_fd;	  /* the socket's directory: removal still works after --jail's chroot */
-	const char *name; /* the socket's name in it (in path) */
+	/* Removes the socket's file at exit where no VMM thread can: under the seccomp filters or
+	 * in a jail. Otherwise the main thread unlinks it. */
+	struct sock_reaper reaper;
+	bool reaped;
 	int fd;
 	uid_t euid;	    /* peers must run as this user (or root) */
 	int spare_fd;	    /* given up at EMFILE to accept and refuse a connection */
@@ -614,7 +617,9 @@ struct api_server *api_server_start(struct vm *vm, const char *path)
 		unlink(path);
 		goto fail;
 	}
-	s->dir_fd = open_parent_dir(s->path, &s->name);
+	s->reaped = vm->cfg->seccomp || vm->cfg->jail.enabled;
+	if (s->reaped)
+		sock_reaper_start(&s->reaper, s->path);
 	log_info("control socket: %s", path);
 	return s;
 fail:
@@ -642,9 +647,9 @@ void api_server_stop(struct api_server *s)
 	close(s->fd);
 	if (s->spare_fd >= 0)
 		close(s->spare_fd);
-	if (unlinkat(s->dir_fd, s->name, 0) < 0)
+	if (s->reaped)
+		sock_reaper_stop(&s->reaper);
+	else if (unlink(s->path) < 0)
 		log_warn("control socket %s left behind: %s", s->path, strerror(errno));
-	if (s->dir_fd >= 0)
-		close(s->dir_fd);
 	free(s);
 }

@@ -561,6 +561,11 @@ static int check_config(int argc, char **argv, struct vm_config *cfg, const char
 		return fail(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
 	if (!cfg->kernel_path)
 		return fail(err, errlen, "--kernel PATH is required (see --help)%s", "");
+	/* A chroot alone is escapable by code that runs in it (sanitizer builds, which cannot
+	 * run the filters, are test builds). */
+	if (cfg->jail.enabled && !cfg->seccomp && seccomp_default_on())
+		return fail(err, errlen,
+			    "--jail needs the seccomp filters: not with --seccomp off%s", "");
 	if (pin_arg && parse_pin_list(pin_arg, cfg->nr_cpus, host_cpu_count(), cfg, err, errlen))
 		return -1;
 	return 0;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "vmm/base/log.h"
+#include "vmm/base/thread_sandbox.h"
 #include "vmm/base/user_file.h"
 
 #define CTRL_A 0x01
@@ -181,6 +182,9 @@ static void *input_thread(void *arg)
 			break;
 		if (!fds[0].revents)
 			continue;
+		/* Started before the process-wide filter: narrowed before the first input. */
+		if (thread_sandbox_narrow(SANDBOX_CONSOLE_IN))
+			break;
 		uint8_t buf[256];
 		ssize_t n = read(c->in_fd, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)

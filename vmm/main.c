@@ -23,6 +23,7 @@
 #include "file_util.h"
 #include "jail.h"
 #include "seccomp.h"
+#include "sock_reaper.h"
 #include "vcpu.h"
 #include "virtio_devices.h"
 #include "vm.h"
@@ -242,6 +243,8 @@ static int install_process_filter(struct vm *vm, const struct vm_config *cfg,
 		return -1;
 	}
 	vm->seccomp = cfg->seccomp ? sandbox : NULL;
+	if (cfg->seccomp)
+		seccomp_arm_thread_filters(sandbox); /* blk workers, console input, populate */
 	log_info("seccomp: %s", cfg->seccomp	       ? "system-call allow-lists installed"
 				: seccomp_default_on() ? "off (--seccomp off)"
 						       : "off (sanitizer build)");
@@ -282,6 +285,8 @@ static void stop_guest(struct vm *vm, struct api_server *api, struct virtio_devi
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], SOCK_REAPER_ARG))
+		return sock_reaper_main(argc, argv); /* removes the control socket at exit */
 	if (argc > 1 && !strcmp(argv[1], "ctl"))
 		return ctl_main(argc - 1, argv + 1); /* the control-socket client */
 	struct vm_config cfg;

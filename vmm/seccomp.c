@@ -1,9 +1,8 @@
 /*
  * Seccomp allow-lists, one per thread role (see seccomp.h), built from the tables below: each
  * entry says which roles use it and which configured device it is for, so a VM without
- * --net user has no socket calls, one without an io_uring disk no io_uring_enter, and only the
- * main thread, with a control socket, may unlink; only libslirp (its resolv.conf) may open a
- * file, other read-only opens fail with EACCES. ioctl
+ * --net user has no socket calls and one without an io_uring disk no io_uring_enter. No thread
+ * may open a file (read-only opens fail with EACCES), unlink, or signal another process. ioctl
  * is allowed by request number: the KVM calls a running VM makes, TUNSETOFFLOAD, libslirp's
  * FIONREAD and the terminal get/set the console uses (never TIOCSTI). Set-up calls (KVM_CREATE_*,
  * TUNSETIFF, TUNSETSNDBUF, BLKGETSIZE64, opening files) happen before the filters and are not
@@ -25,14 +24,23 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-/* Roles as bits. START: only in the process filter, i.e. threads without a role of their own,
- * and every thread before it narrows itself (naming, pinning, installing its filter). */
+#include "vmm/base/log.h"
+#include "vmm/base/thread_sandbox.h"
+
+/* Roles as bits. START: only in the process filter, i.e. every thread before it narrows itself
+ * (naming, pinning, installing its own filter). */
 enum {
 	MAIN = 1 << SECCOMP_MAIN,
 	VCPU = 1 << SECCOMP_VCPU,
 	IO = 1 << SECCOMP_IO,
 	START = 1 << SECCOMP_PROCESS,
-	ANY = MAIN | VCPU | IO | START,
+	BLK = 1 << SECCOMP_BLK_WORKER,
+	CONIN = 1 << SECCOMP_CONSOLE_IN,
+	POP = 1 << SECCOMP_POPULATE,
+	/* the VMM's own threads: descriptors, event loops, KVM */
+	CORE = MAIN | VCPU | IO | START,
+	/* every thread: locks, memory, signals, time, and reporting a refused call */
+	ANY = CORE | BLK | CONIN | POP,
 };
 
 /* The device or option a rule is for. */
@@ -44,28 +52,27 @@ struct syscall_rule {
 	enum need need;
 };
 
+/* Calls allowed whatever their arguments. tgkill, fcntl, the stat family, openat and the
+ * thread start-up calls have argument checks (add_rules). */
 static const struct syscall_rule syscalls[] = {
-    /* file descriptors: KVM, taps, eventfds, stdio */
-    {"read", ANY, ALWAYS},
-    {"write", ANY, ALWAYS},
-    {"readv", ANY, ALWAYS},
-    {"writev", ANY, ALWAYS},
-    {"lseek", ANY, ALWAYS},
-    {"close", ANY, ALWAYS},
-    {"fstat", ANY, ALWAYS},
-    {"newfstatat", ANY, ALWAYS},
-    {"statx", ANY, ALWAYS},
-    {"fcntl", ANY, ALWAYS},
-    /* the blk worker threads (no io_uring) */
-    {"pread64", START, ALWAYS},
-    {"pwrite64", START, ALWAYS},
-    {"preadv", START, ALWAYS},
-    {"pwritev", START, ALWAYS},
-    {"preadv2", START, ALWAYS},
-    {"pwritev2", START, ALWAYS},
-    {"fdatasync", START, ALWAYS},
-    {"fsync", START, ALWAYS},
-    {"fallocate", START, ALWAYS},
+    /* file descriptors: KVM, taps, eventfds, stdio; console input reads stdin */
+    {"read", CORE | CONIN, ALWAYS},
+    {"write", ANY, ALWAYS}, /* BLK: its completion eventfd; all: a refused call's report */
+    {"readv", CORE, ALWAYS},
+    {"writev", CORE, ALWAYS},
+    {"lseek", CORE, ALWAYS},
+    {"close", CORE, ALWAYS},
+    {"fstat", ANY, ALWAYS}, /* stdio may look at stderr */
+    /* the blk worker threads (no io_uring): the guest's requests on the image */
+    {"pread64", BLK, ALWAYS},
+    {"pwrite64", BLK, ALWAYS},
+    {"preadv", BLK, ALWAYS},
+    {"pwritev", BLK, ALWAYS},
+    {"preadv2", BLK, ALWAYS},
+    {"pwritev2", BLK, ALWAYS},
+    {"fdatasync", BLK, ALWAYS},
+    {"fsync", BLK, ALWAYS},
+    {"fallocate", BLK, ALWAYS},
     /* a disk on io_uring: submitted from the I/O thread, drained on reset (vCPU) and at exit;
      * the ring itself only takes blk's opcodes (blk_io.c) */
     {"io_uring_enter", MAIN | VCPU | IO, IO_URING},
@@ -74,8 +81,8 @@ static const struct syscall_rule syscalls[] = {
     {"epoll_pwait", IO, ALWAYS},
     {"epoll_pwait2", IO, ALWAYS},
     {"epoll_ctl", MAIN | VCPU | IO, ALWAYS},
-    {"poll", MAIN | IO | START, ALWAYS},
-    {"ppoll", MAIN | IO | START, ALWAYS},
+    {"poll", MAIN | IO | START | CONIN, ALWAYS},
+    {"ppoll", MAIN | IO | START | CONIN, ALWAYS},
     {"eventfd2", MAIN | VCPU | IO, ALWAYS},
     {"timerfd_create", MAIN | VCPU | IO, ALWAYS},
     {"timerfd_settime", MAIN | VCPU | IO, ALWAYS},
@@ -88,23 +95,22 @@ static const struct syscall_rule syscalls[] = {
     {"exit_group", ANY, ALWAYS},
     {"gettid", ANY, ALWAYS},
     {"getpid", ANY, ALWAYS},
-    {"tgkill", ANY, ALWAYS},
     {"sched_yield", ANY, ALWAYS},
     {"sched_getaffinity", MAIN | IO | START, ALWAYS}, /* IO: the control socket's status */
     {"sched_setaffinity", START, ALWAYS},
-    {"setpriority", START, ALWAYS}, /* populate: lowest priority */
+    {"setpriority", START, ALWAYS}, /* populate lowers its own priority, then narrows */
     {"nanosleep", ANY, ALWAYS},
     {"clock_nanosleep", ANY, ALWAYS},
     {"clock_gettime", ANY, ALWAYS},
     {"gettimeofday", ANY, ALWAYS},
-    {"getrandom", ANY, ALWAYS},
+    {"getrandom", CORE, ALWAYS},
     {"restart_syscall", ANY, ALWAYS},
     /* signals */
     {"rt_sigprocmask", ANY, ALWAYS},
     {"rt_sigreturn", ANY, ALWAYS},
     {"rt_sigaction", ANY, ALWAYS},
     {"sigaltstack", ANY, ALWAYS},
-    /* memory (madvise: the balloon, pre-faulting) */
+    /* memory (madvise: the balloon, pre-faulting, a thread's stack at its exit) */
     {"mmap", ANY, ALWAYS},
     {"munmap", ANY, ALWAYS},
     {"mprotect", ANY, ALWAYS},
@@ -129,12 +135,12 @@ static const struct syscall_rule syscalls[] = {
     {"recvmsg", IO, USER_NET},
     {"sendmmsg", IO, USER_NET},
     {"recvmmsg", IO, USER_NET},
-    /* the control socket: clients on the I/O thread, its file removed by main at exit */
+    /* the control socket's clients, on the I/O thread (its file is removed at exit by a
+     * helper process, sock_reaper.c: no thread may unlink) */
     {"accept4", IO, CONTROL_SOCKET},
     {"sendto", IO, CONTROL_SOCKET},
     {"recvfrom", IO, CONTROL_SOCKET},
     {"getsockopt", IO, CONTROL_SOCKET}, /* SO_PEERCRED: the client's uid */
-    {"unlinkat", MAIN, CONTROL_SOCKET}, /* through a directory fd: works after --jail too */
 };
 
 struct ioctl_rule {
@@ -148,14 +154,15 @@ static const struct ioctl_rule ioctls[] = {
     {KVM_GET_REGS, VCPU, ALWAYS}, /* the dump after a triple fault or internal error */
     {KVM_GET_SREGS, VCPU, ALWAYS},
     {KVM_TRANSLATE, VCPU, ALWAYS},
-    {KVM_IRQ_LINE, VCPU | IO | START, ALWAYS}, /* START: console input raises COM1's IRQ */
+    {KVM_IRQ_LINE, VCPU | IO | CONIN, ALWAYS}, /* CONIN: console input raises COM1's IRQ */
     /* virtio-pci MSI-X and BAR programming (vCPU), device activation, teardown */
     {KVM_IRQFD, MAIN | VCPU | IO, ALWAYS},
     {KVM_IOEVENTFD, MAIN | VCPU | IO, ALWAYS},
     {KVM_SET_GSI_ROUTING, MAIN | VCPU | IO, ALWAYS},
     {TUNSETOFFLOAD, MAIN | VCPU | IO, TAP},
     {FIONREAD, IO, USER_NET}, /* libslirp, UDP */
-    /* the console's terminal: isatty, raw mode, restored on exit and on a refused call */
+    /* the console's terminal: isatty, raw mode, restored on exit and on a refused call (any
+     * thread) */
     {TCGETS, ANY, ALWAYS},
     {TCSETS, ANY, ALWAYS},
     {TCSETSW, ANY, ALWAYS},
@@ -261,21 +268,43 @@ static int add_rules(scmp_filter_ctx ctx, const struct seccomp_needs *have, unsi
 		if (add(ctx, SCMP_ACT_ALLOW, "ioctl", 1, &request, err, errlen))
 			return -1;
 	}
-	/* Files are opened at set-up only. Two libraries read one later: libslirp reads
-	 * /etc/resolv.conf at DNS lookups (allowed: read-only, relative to the possibly jailed
-	 * root, never through a descriptor of a directory outside it), and glibc's malloc reads
-	 * /proc/sys/vm/overcommit_memory the first time a thread's arena shrinks (answered
-	 * EACCES, which malloc takes as "do not shrink": refusing it must not stop the VMM).
-	 * Opening for writing traps. */
+	/* Signals only within this process: glibc's raise, abort and pthread_kill (the pid is
+	 * taken when the filter is built, on the thread that installs it). */
+	const struct scmp_arg_cmp own_process = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid());
+	if (add(ctx, SCMP_ACT_ALLOW, "tgkill", 1, &own_process, err, errlen))
+		return -1;
+	/* fcntl: the descriptor and status flags only (libslirp's O_NONBLOCK, close-on-exec),
+	 * never F_SETOWN/F_SETSIG (signals to another process) or F_DUPFD. */
+	static const int fcntl_cmds[] = {F_GETFD, F_SETFD, F_GETFL, F_SETFL};
+	for (size_t i = 0; (role & CORE) && i < sizeof(fcntl_cmds) / sizeof(fcntl_cmds[0]); i++) {
+		const struct scmp_arg_cmp cmd =
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, (uint32_t)fcntl_cmds[i]);
+		if (add(ctx, SCMP_ACT_ALLOW, "fcntl", 1, &cmd, err, errlen))
+			return -1;
+	}
+	/* The stat family: by path from the (possibly jailed) root or working directory, or on a
+	 * descriptor itself (glibc's fstat is newfstatat(fd, "", AT_EMPTY_PATH)); not by a path
+	 * relative to a directory descriptor. (A filter cannot read the path: with AT_EMPTY_PATH
+	 * a non-empty one would still be resolved. What makes that harmless is that no directory
+	 * descriptor stays open once set up, least of all one outside a --jail.) */
+	const struct scmp_arg_cmp at_cwd =
+	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, (uint32_t)AT_FDCWD);
+	const struct scmp_arg_cmp fstatat_empty =
+	    SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH);
+	const struct scmp_arg_cmp statx_empty =
+	    SCMP_A2(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH);
+	if (add(ctx, SCMP_ACT_ALLOW, "newfstatat", 1, &at_cwd, err, errlen) ||
+	    add(ctx, SCMP_ACT_ALLOW, "newfstatat", 1, &fstatat_empty, err, errlen) ||
+	    add(ctx, SCMP_ACT_ALLOW, "statx", 1, &at_cwd, err, errlen) ||
+	    add(ctx, SCMP_ACT_ALLOW, "statx", 1, &statx_empty, err, errlen))
+		return -1;
+	/* Files are opened at set-up only (libslirp's /etc/resolv.conf included: slirp.c). glibc
+	 * may still read one later: its malloc reads /proc/sys/vm/overcommit_memory the first time
+	 * a thread's arena shrinks, and takes EACCES as "do not shrink": reading is refused
+	 * without stopping the VMM. Opening for writing traps. */
 	const struct scmp_arg_cmp read_only =
 	    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY);
-	const struct scmp_arg_cmp from_the_root[] = {
-	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, (uint32_t)AT_FDCWD),
-	    read_only,
-	};
-	if ((role & IO) && have->user_net
-		? add(ctx, SCMP_ACT_ALLOW, "openat", 2, from_the_root, err, errlen)
-		: add(ctx, SCMP_ACT_ERRNO(EACCES), "openat", 1, &read_only, err, errlen))
+	if (add(ctx, SCMP_ACT_ERRNO(EACCES), "openat", 1, &read_only, err, errlen))
 		return -1;
 	if (!(role & START))
 		return 0;
@@ -330,4 +359,30 @@ int seccomp_install(const struct seccomp_policy *policy, enum seccomp_role role,
 fail:
 	seccomp_release(ctx);
 	return -1;
+}
+
+static const struct seccomp_policy *thread_policy;
+
+static int narrow_thread(enum sandbox_thread thread)
+{
+	static const enum seccomp_role roles[] = {
+	    [SANDBOX_BLK_WORKER] = SECCOMP_BLK_WORKER,
+	    [SANDBOX_CONSOLE_IN] = SECCOMP_CONSOLE_IN,
+	    [SANDBOX_POPULATE] = SECCOMP_POPULATE,
+	};
+	char err[160];
+	if (seccomp_install(thread_policy, roles[thread], err, sizeof(err)) == 0)
+		return 0;
+	log_error("%s thread: %s",
+		  thread == SANDBOX_BLK_WORKER	 ? "blk worker"
+		  : thread == SANDBOX_CONSOLE_IN ? "console input"
+						 : "populate",
+		  err);
+	return -1;
+}
+
+void seccomp_arm_thread_filters(const struct seccomp_policy *policy)
+{
+	thread_policy = policy;
+	thread_sandbox_set_hook(narrow_thread);
 }

@@ -22,12 +22,15 @@ struct seccomp_policy {
 /* Which filter. SECCOMP_PROCESS goes on every thread at once, before the VMM starts its
  * threads: the union of the roles below, plus what starting a thread and installing its own
  * filter take. Each role's filter then narrows its own thread (filters stack: a call must pass
- * both). Threads without a role (console input, blk workers, populate) keep the process one. */
+ * both) before it handles any input. */
 enum seccomp_role {
 	SECCOMP_PROCESS,
-	SECCOMP_MAIN, /* waits for the outcome, tears down, removes the control socket */
-	SECCOMP_VCPU, /* KVM_RUN and the device registers a vCPU exit reaches */
-	SECCOMP_IO,   /* the event loop: virtqueues, tap, libslirp, the control socket */
+	SECCOMP_MAIN,	    /* waits for the outcome, tears down */
+	SECCOMP_VCPU,	    /* KVM_RUN and the device registers a vCPU exit reaches */
+	SECCOMP_IO,	    /* the event loop: virtqueues, tap, libslirp, the control socket */
+	SECCOMP_BLK_WORKER, /* a disk's requests without io_uring: preadv, pwritev, fdatasync... */
+	SECCOMP_CONSOLE_IN, /* host console input to the UART: read, poll, KVM_IRQ_LINE */
+	SECCOMP_POPULATE,   /* pre-faulting guest RAM: madvise */
 };
 
 /* Whether the filter is on unless --seccomp says otherwise: off in sanitizer builds, whose
@@ -39,5 +42,10 @@ bool seccomp_default_on(void);
  * Returns 0, or -1 with err set. */
 int seccomp_install(const struct seccomp_policy *policy, enum seccomp_role role, char *err,
 		    size_t errlen);
+
+/* Once the process filter is on: the threads the lower layers start (blk workers, console
+ * input, populate) install their role's filter from policy before their next input
+ * (vmm/base/thread_sandbox.h). policy must outlive them. */
+void seccomp_arm_thread_filters(const struct seccomp_policy *policy);
 
 #endif

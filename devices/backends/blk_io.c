@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "vmm/base/log.h"
+#include "vmm/base/thread_sandbox.h"
 #include "vmm/base/user_file.h"
 
 /* Drop the first n bytes of an iovec array in place (after a short transfer). */
@@ -99,7 +100,9 @@ static void *worker_main(void *opaque)
 		if (!img->todo)
 			img->todo_tail = &img->todo;
 		pthread_mutex_unlock(&img->lock);
-		io->res = run_sync(img, io);
+		/* Guest requests run under the worker's own filter only: never under the wider
+		 * process-wide one (started before it, the worker narrows at its first request). */
+		io->res = thread_sandbox_narrow(SANDBOX_BLK_WORKER) ? -EIO : run_sync(img, io);
 		pthread_mutex_lock(&img->lock);
 		io->next = NULL;
 		*img->done_tail = io;

@@ -453,6 +453,45 @@ int slirp_validate(const struct slirp_forwards *fwd, char *err, size_t errlen)
 	return 0;
 }
 
+/* libslirp reads /etc/resolv.conf when the guest first sends to its DNS address (10.0.2.3),
+ * and keeps the host's nameserver while that file's inode, size and mtime stay the same (it
+ * only stats it again). The seccomp filters let no thread open a file once the guest runs, so
+ * have libslirp read it now: an empty UDP datagram to 10.0.2.3 makes it look the nameserver
+ * up, then send the empty datagram there, which a DNS server ignores. Its source is 0.0.0.0,
+ * an address libslirp sends no ICMP error to, so the guest never hears of it. The first lookup
+ * reads the file without taking its identity (stat); a second one, once libslirp's clock (set
+ * by each poll) is past the first lookup's time, takes it and reads the file again: without
+ * it the guest's first lookup would. A file that changes later cannot be read again: libslirp
+ * then forwards DNS to the host's 127.0.0.1. */
+static void read_dns_config_now(struct slirp_be *s)
+{
+	static const uint8_t macs[12] = {0x52, 0x55, 0x0a, 0x00, 0x02, 0x02,  /* to slirp */
+					 0x52, 0x54, 0x00, 0x12, 0x34, 0x56}; /* from the guest */
+	uint8_t f[14 + 20 + 8] = {0};
+	memcpy(f, macs, sizeof(macs));
+	f[12] = 0x08; /* IPv4 */
+	uint8_t *ip = f + 14, *udp = ip + 20;
+	ip[0] = 0x45; /* version 4, 20-byte header */
+	ip[3] = 20 + 8;
+	ip[8] = 64; /* TTL */
+	ip[9] = 17; /* UDP */
+	memcpy(ip + 16, (const uint8_t[]){10, 0, 2, 3}, 4);
+	udp[0] = 0xd1; /* source port 53518 */
+	udp[1] = 0x0e;
+	udp[3] = 53;
+	udp[5] = 8; /* length, no checksum */
+	uint32_t sum = 0;
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ip[10] = (uint8_t)(~sum >> 8);
+	ip[11] = (uint8_t)~sum;
+	slirp_input(s->slirp, f, (int)sizeof(f));
+	slirp_pollfds_poll(s->slirp, 1, get_revents, s); /* the clock only: no socket looked at */
+	slirp_input(s->slirp, f, (int)sizeof(f));
+}
+
 struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct event_loop *loop,
 				       const struct net_backend_client *client, char *err,
 				       size_t errlen)
@@ -499,6 +538,7 @@ struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct 
 			return NULL;
 		}
 	}
+	read_dns_config_now(s);
 	refresh(s);
 	return &s->be;
 }

@@ -2,7 +2,8 @@
 # --jail: the probe's demo (disk, rng, ping over user-mode networking) with a balloon and a
 # control socket, run by a VMM chrooted into an empty directory as uid/gid 65534; its root,
 # its ids and its control socket are checked while the guest holds, and the socket's removal
-# at exit (the socket's directory belongs to the jail's uid).
+# at exit (by the helper process started before the jail: the socket's directory is root's,
+# and the jailed VMM keeps no descriptor of it).
 source "$(dirname "$0")/lib.sh"
 need_kvm
 [ "$(id -u)" = 0 ] || skip "--jail needs root"
@@ -18,7 +19,6 @@ rm "$jail/planted"
 
 sockdir=$TEST_TMP/run
 mkdir -m 700 "$sockdir"
-chown 65534:65534 "$sockdir"
 sock=$sockdir/vm.sock
 disk=$TEST_TMP/disk.img
 truncate -s 16M "$disk"
@@ -40,6 +40,11 @@ for st in /proc/$pid/task/*/status; do
 	grep -Eq '^Gid:\s+65534\s+65534\s+65534\s+65534$' "$st" || fail "$st: $(grep Gid: "$st")"
 	grep -Eq '^Groups:\s*$' "$st" || fail "$st: $(grep Groups: "$st")"
 	grep -Eq '^CapEff:\s+0+$' "$st" || fail "$st: $(grep CapEff: "$st")"
+done
+# No descriptor of a directory (any would lead outside the jail): nothing to fchdir or stat
+# through.
+for fd in /proc/$pid/fd/*; do
+	[ -d "$fd" ] && fail "descriptor ${fd##*/} is a directory: $(readlink "$fd")"
 done
 out=$("$MINIVMM" ctl --sock "$sock" status) || fail "status through the jailed socket: $out"
 grep -q '"ok":true' <<<"$out" || fail "status: $out"

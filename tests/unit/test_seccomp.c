@@ -1,9 +1,11 @@
 /* The seccomp allow-lists: what a running VMM does still works (threads, memory, I/O, the KVM
  * ioctls), what it must never do (open a file for writing, exec, fork, inject keystrokes with
- * TIOCSTI, use sockets or io_uring it was not configured for, KVM_RUN outside a vCPU thread)
+ * TIOCSTI, use sockets or io_uring it was not configured for, KVM_RUN outside a vCPU thread,
+ * signal or renice another process, unlink, fcntl F_SETOWN, stat through a directory fd)
  * stops the process with status 1 and a line naming the call; reading a file fails with EACCES
- * (glibc may try).  Each case runs in a child of its
- * own: a filter cannot be removed. */
+ * (glibc may try), in every role, the I/O thread with user networking included. Each thread
+ * role is checked with every device configured. Each case runs in a child of its own: a filter
+ * cannot be removed. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,11 +16,21 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/eventfd.h>
+#include <sys/uio.h>
+#include <poll.h>
+#include <dirent.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "devices/backends/blk_io.h"
+#include "vmm/base/guest_mem.h"
 #include "vmm/seccomp.h"
 
 static void note_restore(void)
@@ -330,6 +342,78 @@ Test(seccomp, io_uring_only_with_a_disk_on_it)
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x: %s", status, out);
 }
 
+/* Every thread role, each with every device and option that widens the filters configured:
+ * what a role refuses, it refuses whatever else is on. */
+static const enum seccomp_role every_role[] = {
+    SECCOMP_PROCESS,	SECCOMP_MAIN,	    SECCOMP_VCPU,     SECCOMP_IO,
+    SECCOMP_BLK_WORKER, SECCOMP_CONSOLE_IN, SECCOMP_POPULATE,
+};
+#define NR_ROLES (sizeof(every_role) / sizeof(every_role[0]))
+
+static const struct seccomp_needs everything = {
+    .user_net = true, .tap = true, .io_uring = true, .control_socket = true};
+
+/* The roles that run the VMM's own code (descriptors, event loops, KVM). */
+static bool core_role(enum seccomp_role r)
+{
+	return r == SECCOMP_PROCESS || r == SECCOMP_MAIN || r == SECCOMP_VCPU || r == SECCOMP_IO;
+}
+
+/* Another process, to be signalled or reniced; it dies with the test. */
+static pid_t victim = -1;
+
+static void start_victim(void)
+{
+	pid_t parent = getpid();
+	victim = fork();
+	cr_assert_neq(victim, -1);
+	if (victim == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0);
+		for (;;)
+			pause();
+	}
+}
+
+static bool victim_alive(void)
+{
+	return waitpid(victim, NULL, WNOHANG) == 0;
+}
+
+static void stop_victim(void)
+{
+	kill(victim, SIGKILL);
+	waitpid(victim, NULL, 0);
+}
+
+static void kill_the_victim(void)
+{
+	syscall(SYS_tgkill, victim, victim, SIGKILL);
+	_exit(9);
+}
+
+static void signal_own_thread(void)
+{
+	if (syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), 0))
+		_exit(10);
+}
+
+Test(seccomp, tgkill_only_within_the_process)
+{
+	skip_under_sanitizers();
+	char out[512];
+	policy.needs = everything;
+	start_victim();
+	for (size_t i = 0; i < NR_ROLES; i++) {
+		role = every_role[i];
+		expect_refused(kill_the_victim, (int)SYS_tgkill, out, sizeof(out));
+		cr_assert(victim_alive(), "role %d killed another process", (int)role);
+		expect_exit_0(signal_own_thread);
+	}
+	stop_victim();
+}
+
 #define UNLINK_PROBE "/tmp/minivmm-seccomp-unlink-test"
 
 static void unlink_probe(void)
@@ -338,48 +422,41 @@ static void unlink_probe(void)
 	_exit(9);
 }
 
-static void unlink_works(void)
+static void rmdir_probe(void)
 {
-	if (unlinkat(AT_FDCWD, UNLINK_PROBE, 0))
-		_exit(10);
+	unlinkat(AT_FDCWD, UNLINK_PROBE ".d", AT_REMOVEDIR);
+	_exit(9);
 }
 
-static void create_probe(void)
-{
-	int fd = open(UNLINK_PROBE, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	cr_assert_geq(fd, 0);
-	close(fd);
-}
-
-Test(seccomp, unlink_only_on_the_main_thread_with_a_control_socket)
+/* The control socket is removed by a helper process (sock_reaper.c): no thread unlinks. */
+Test(seccomp, no_thread_may_unlink)
 {
 	skip_under_sanitizers();
 	char out[512];
-	create_probe();
-	policy.needs = (struct seccomp_needs){.user_net = true, .control_socket = true};
-	role = SECCOMP_IO;
-	expect_refused(unlink_probe, (int)SYS_unlinkat, out, sizeof(out));
-	role = SECCOMP_VCPU;
-	expect_refused(unlink_probe, (int)SYS_unlinkat, out, sizeof(out));
-	policy.needs.control_socket = false;
-	role = SECCOMP_MAIN;
-	expect_refused(unlink_probe, (int)SYS_unlinkat, out, sizeof(out));
-	bool still_there = access(UNLINK_PROBE, F_OK) == 0;
-	policy.needs.control_socket = true;
-	int status = run_filtered(unlink_works, out, sizeof(out));
-	bool removed = access(UNLINK_PROBE, F_OK) != 0;
+	int fd = open(UNLINK_PROBE, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert(mkdir(UNLINK_PROBE ".d", 0700) == 0 || errno == EEXIST);
+	policy.needs = everything;
+	bool kept = true;
+	for (size_t i = 0; i < NR_ROLES && kept; i++) {
+		role = every_role[i];
+		expect_refused(unlink_probe, (int)SYS_unlinkat, out, sizeof(out));
+		expect_refused(rmdir_probe, (int)SYS_unlinkat, out, sizeof(out));
+		kept = access(UNLINK_PROBE, F_OK) == 0 && access(UNLINK_PROBE ".d", F_OK) == 0;
+	}
 	unlink(UNLINK_PROBE);
-	cr_assert(still_there, "a refused unlink removed the file");
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x: %s", status, out);
-	cr_assert(removed);
+	rmdir(UNLINK_PROBE ".d");
+	cr_assert(kept, "role %d removed a file", (int)role);
 }
 
-static void open_resolv_conf(void)
+/* Opened read-only before the filters would be readable: only the filter stops this. */
+static void read_shadow_fails(void)
 {
-	int fd = openat(AT_FDCWD, "/etc/hostname", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (openat(AT_FDCWD, "/etc/shadow", O_RDONLY | O_CLOEXEC) != -1 || errno != EACCES)
 		_exit(10);
-	close(fd);
+	if (openat(AT_FDCWD, "/etc/hostname", O_RDONLY | O_CLOEXEC) != -1 || errno != EACCES)
+		_exit(11);
 }
 
 static int etc_fd = -1;
@@ -391,24 +468,290 @@ static void open_etc(void)
 
 static void open_through_a_directory(void)
 {
-	openat(etc_fd, "hostname", O_RDONLY | O_CLOEXEC);
-	_exit(9);
+	if (openat(etc_fd, "hostname", O_RDONLY | O_CLOEXEC) != -1 || errno != EACCES)
+		_exit(10);
 }
 
-Test(seccomp, user_networking_reads_files_only_from_the_root)
+/* libslirp's resolv.conf is read before the filters (slirp.c): no role opens a file, the I/O
+ * thread with user networking included. */
+Test(seccomp, no_role_opens_a_file_even_with_user_networking)
 {
 	skip_under_sanitizers();
 	char out[512];
-	policy.needs = (struct seccomp_needs){.user_net = true};
-	role = SECCOMP_IO;
-	int status = run_filtered(open_resolv_conf, out, sizeof(out));
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x: %s", status, out);
+	policy.needs = everything;
 	prepare = open_etc;
-	expect_refused(open_through_a_directory, (int)SYS_openat, out, sizeof(out));
+	for (size_t i = 0; i < NR_ROLES; i++) {
+		role = every_role[i];
+		expect_exit_0(read_shadow_fails);
+		expect_exit_0(open_through_a_directory);
+		expect_refused(open_for_writing, (int)SYS_openat, out, sizeof(out));
+	}
+}
+
+static void set_owner(void)
+{
+	fcntl(STDERR_FILENO, F_SETOWN, victim);
+	_exit(9);
+}
+
+static void set_signal(void)
+{
+	fcntl(STDERR_FILENO, F_SETSIG, SIGKILL);
+	_exit(9);
+}
+
+static void descriptor_flags_work(void)
+{
+	int fl = fcntl(STDERR_FILENO, F_GETFL);
+	int fd = fcntl(STDERR_FILENO, F_GETFD);
+	if (fl < 0 || fd < 0 || fcntl(STDERR_FILENO, F_SETFL, fl) ||
+	    fcntl(STDERR_FILENO, F_SETFD, fd))
+		_exit(10);
+}
+
+Test(seccomp, fcntl_only_for_descriptor_flags)
+{
+	skip_under_sanitizers();
+	char out[512];
+	policy.needs = everything;
+	start_victim();
+	for (size_t i = 0; i < NR_ROLES; i++) {
+		role = every_role[i];
+		expect_refused(set_owner, (int)SYS_fcntl, out, sizeof(out));
+		expect_refused(set_signal, (int)SYS_fcntl, out, sizeof(out));
+		if (core_role(role))
+			expect_exit_0(descriptor_flags_work);
+	}
+	stop_victim();
+}
+
+static void stat_through_a_directory(void)
+{
+	struct stat st;
+	fstatat(etc_fd, "hostname", &st, 0);
+	_exit(9);
+}
+
+static void stat_from_the_root_works(void)
+{
+	struct stat st;
+	if (stat("/", &st) || fstat(STDERR_FILENO, &st) ||
+	    fstatat(STDERR_FILENO, "", &st, AT_EMPTY_PATH))
+		_exit(10);
+}
+
+Test(seccomp, stat_not_relative_to_a_directory_descriptor)
+{
+	skip_under_sanitizers();
+	char out[512];
+	policy.needs = everything;
+	prepare = open_etc;
+	for (size_t i = 0; i < NR_ROLES; i++) {
+		role = every_role[i];
+		expect_refused(stat_through_a_directory, (int)SYS_newfstatat, out, sizeof(out));
+		expect_exit_0(stat_from_the_root_works);
+	}
+}
+
+/* A blk worker runs the guest's disk requests: that and nothing else. */
+/* Each test its own image: Criterion runs tests in parallel. */
+static const char *disk_probe;
+static int disk_fd = -1, efd = -1;
+
+static void open_disk(void)
+{
+	disk_fd = open(disk_probe, O_RDWR | O_CLOEXEC);
+	efd = eventfd(0, EFD_CLOEXEC);
+	if (disk_fd < 0 || efd < 0)
+		_exit(20);
+}
+
+static void disk_io_works(void)
+{
+	static uint8_t out[4096], in[4096];
+	memset(out, 0x5a, sizeof(out));
+	struct iovec o = {out, sizeof(out)}, i = {in, sizeof(in)};
+	uint64_t one = 1;
+	if (pwritev(disk_fd, &o, 1, 4096) != 4096 || preadv(disk_fd, &i, 1, 4096) != 4096 ||
+	    memcmp(in, out, sizeof(in)) || fdatasync(disk_fd) ||
+	    fallocate(disk_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096) ||
+	    write(efd, &one, sizeof(one)) != sizeof(one))
+		_exit(10);
+}
+
+static void renice_the_victim(void)
+{
+	setpriority(PRIO_PROCESS, (id_t)victim, 19);
+	_exit(9);
+}
+
+static void create_disk(void)
+{
+	int fd = open(disk_probe, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 1 << 20), 0);
+	close(fd);
+}
+
+Test(seccomp, blk_worker_role_does_disk_io_only)
+{
+	skip_under_sanitizers();
+	char out[512];
+	disk_probe = "/tmp/minivmm-seccomp-disk-role";
+	create_disk();
+	policy.needs = everything;
+	role = SECCOMP_BLK_WORKER;
+	start_victim();
+	prepare = open_disk;
+	int status = run_filtered(disk_io_works, out, sizeof(out));
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x: %s", status, out);
+	expect_exit_0(read_shadow_fails);
+	expect_refused(renice_the_victim, (int)SYS_setpriority, out, sizeof(out));
+	expect_refused(open_a_socket, (int)SYS_socket, out, sizeof(out));
+	expect_refused(unlink_probe, (int)SYS_unlinkat, out, sizeof(out));
+	expect_refused(run_a_vcpu_ioctl, (int)SYS_ioctl, out, sizeof(out));
+	stop_victim();
+	unlink(disk_probe);
+}
+
+/* The real worker engine (blk_io.c): started before the filters, as in the VMM; once they are
+ * armed, the worker that takes a request narrows itself first. */
+static struct blk_image wimg;
+static int worker_status[16];
+static int nworker_status;
+
+static void open_image_with_workers(void)
+{
+	char err[160];
+	if (blk_image_open(&wimg, disk_probe, false, false, false, 0, err, sizeof(err)) ||
+	    wimg.uring)
+		_exit(20);
+	DIR *d = opendir("/proc/self/task");
+	const struct dirent *e;
+	while (d && (e = readdir(d)) && nworker_status < 16) {
+		char path[300];
+		if (e->d_name[0] == '.' || atoi(e->d_name) == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		worker_status[nworker_status++] = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (d)
+		closedir(d);
+	if (nworker_status != BLK_IO_WORKERS)
+		_exit(21);
+}
+
+static void note_result(void *opaque, struct blk_io *io, int64_t res)
+{
+	(void)io;
+	*(int64_t *)opaque = res;
+}
+
+static void one_request_narrows_a_worker(void)
+{
+	seccomp_arm_thread_filters(&policy);
+	static uint8_t buf[4096];
+	struct iovec iov = {buf, sizeof(buf)};
+	struct blk_io io = {.op = BLK_IO_READ, .len = sizeof(buf), .iov = &iov, .iovcnt = 1};
+	int64_t res = -1;
+	blk_image_submit(&wimg, &io);
+	blk_image_kick(&wimg);
+	blk_image_drain(&wimg, note_result, &res);
+	if (res != (int64_t)sizeof(buf))
+		_exit(10);
+	int narrowed = 0;
+	for (int i = 0; i < nworker_status; i++) {
+		char st[4096];
+		ssize_t n = read(worker_status[i], st, sizeof(st) - 1);
+		if (n > 0 && (st[n] = 0, strstr(st, "Seccomp_filters:\t2\n")))
+			narrowed++;
+	}
+	if (narrowed != 1)
+		_exit(11);
+	blk_image_close(&wimg); /* the narrowed worker ends under its own filter */
+}
+
+Test(seccomp, blk_workers_narrow_before_the_first_request)
+{
+	skip_under_sanitizers();
+	char out[512];
+	disk_probe = "/tmp/minivmm-seccomp-disk-workers";
+	create_disk();
+	policy.needs = everything;
+	prepare = open_image_with_workers;
+	int status = run_filtered(one_request_narrows_a_worker, out, sizeof(out));
+	unlink(disk_probe);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x: %s", status, out);
+}
+
+/* Console input: stdin (here a pipe) to the UART, whose interrupt it raises. */
+static int in_fd = -1;
+
+static void open_input(void)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) || write(p[1], "k", 1) != 1)
+		_exit(20);
+	in_fd = p[0];
+}
+
+static void console_input_works(void)
+{
+	struct pollfd pfd = {.fd = in_fd, .events = POLLIN};
+	char c;
+	struct kvm_irq_level irq = {.irq = 4, .level = 1};
+	if (poll(&pfd, 1, -1) != 1 || read(in_fd, &c, 1) != 1 || c != 'k' ||
+	    ioctl(-1, KVM_IRQ_LINE, &irq) == 0 || errno != EBADF)
+		_exit(10);
+}
+
+static void read_the_disk(void)
+{
+	char c;
+	pread(STDERR_FILENO, &c, 1, 0);
+	_exit(9);
+}
+
+Test(seccomp, console_input_role_reads_and_raises_irqs_only)
+{
+	skip_under_sanitizers();
+	char out[512];
+	policy.needs = everything;
+	role = SECCOMP_CONSOLE_IN;
+	prepare = open_input;
+	int status = run_filtered(console_input_works, out, sizeof(out));
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x: %s", status, out);
 	prepare = NULL;
-	expect_refused(open_for_writing, (int)SYS_openat, out, sizeof(out));
-	role = SECCOMP_VCPU;
-	expect_exit_0(read_only_open_fails);
+	expect_exit_0(read_shadow_fails);
+	expect_refused(open_a_socket, (int)SYS_socket, out, sizeof(out));
+	expect_refused(read_the_disk, (int)SYS_pread64, out, sizeof(out));
+	expect_refused(run_a_vcpu_ioctl, (int)SYS_ioctl, out, sizeof(out));
+}
+
+static void populate_works(void)
+{
+	size_t len = 1 << 20;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED || madvise(p, len, 23 /* MADV_POPULATE_WRITE */) || munmap(p, len))
+		_exit(10);
+}
+
+static void renice_itself(void)
+{
+	setpriority(PRIO_PROCESS, 0, 19);
+	_exit(9);
+}
+
+Test(seccomp, populate_role_faults_memory_in_only)
+{
+	skip_under_sanitizers();
+	char out[512];
+	policy.needs = everything;
+	role = SECCOMP_POPULATE;
+	expect_exit_0(populate_works);
+	expect_refused(renice_itself, (int)SYS_setpriority, out, sizeof(out));
+	expect_refused(read_the_disk, (int)SYS_pread64, out, sizeof(out));
+	expect_refused(open_a_socket, (int)SYS_socket, out, sizeof(out));
 }
 
 static void filter_every_thread(void)
@@ -422,4 +765,24 @@ Test(seccomp, a_thread_may_narrow_only_itself)
 	skip_under_sanitizers();
 	char out[512];
 	expect_refused(filter_every_thread, (int)SYS_seccomp, out, sizeof(out));
+}
+
+/* The real pre-faulting thread (guest_mem.c), started once the filters are armed as in the
+ * VMM: it lowers its priority, narrows itself, faults RAM in and ends, all without a refused
+ * call. */
+static void populate_thread_runs_narrowed(void)
+{
+	static struct guest_mem mem;
+	seccomp_arm_thread_filters(&policy);
+	if (guest_mem_init(&mem, 16ULL << 20, true))
+		_exit(20);
+	guest_mem_start_populate(&mem);
+	guest_mem_destroy(&mem);
+}
+
+Test(seccomp, populate_thread_runs_under_its_own_filter)
+{
+	skip_under_sanitizers();
+	policy.needs = everything;
+	expect_exit_0(populate_thread_runs_narrowed);
 }

@@ -12,6 +12,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/mount.h>
+#include <sched.h>
+#include <poll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +23,7 @@
 #include "devices/backends/slirp.h"
 #include "devices/virtio/net.h"
 #include "vmm/base/event_loop.h"
+#include "vmm/seccomp.h"
 
 #define FRAME_MAX 2048
 #define TH_SYN	  0x02
@@ -422,4 +427,134 @@ Test(slirp, closed_socket_leaves_epoll_before_it_is_closed)
 		  "connection 1's socket (closed by slirp) is still registered in epoll");
 	assert_poll_set_watched("after RST and SYN");
 	complete_connection_2(&sc);
+}
+
+/* A UDP datagram without payload (or checksum) from 10.0.2.15:sport to dst:dport. */
+static void send_udp(const char *dst, uint16_t sport, uint16_t dport)
+{
+	uint8_t f[64];
+	uint8_t *ip = f + eth_header(f, slirp_mac, 0x0800);
+	uint8_t *udp = ip + 20;
+	memset(ip, 0, 28);
+	ip[0] = 0x45;
+	put16(ip + 2, 28);
+	ip[8] = 64;
+	ip[9] = IPPROTO_UDP;
+	put_ip4(ip + 12, "10.0.2.15");
+	put_ip4(ip + 16, dst);
+	put16(ip + 10, csum_fold(csum_add(0, ip, 20)));
+	put16(udp, sport);
+	put16(udp + 2, dport);
+	put16(udp + 4, 8);
+	guest_send(f, 14 + 28);
+}
+
+/* In a child under the I/O thread's filter (every device configured): a TCP connection to the
+ * host (socket, fcntl O_NONBLOCK, connect) and a datagram to the DNS address, for which
+ * libslirp only stats /etc/resolv.conf (read at set-up). A refused call exits 1. */
+static void traffic_under_the_filter(void)
+{
+	struct seccomp_policy p = {
+	    .needs = {.user_net = true, .tap = true, .io_uring = true, .control_socket = true}};
+	char err[160];
+	if (seccomp_install(&p, SECCOMP_PROCESS, err, sizeof(err)) ||
+	    seccomp_install(&p, SECCOMP_IO, err, sizeof(err)))
+		_exit(42);
+	send_tcp(sport1, isn1, 0, TH_SYN);
+	if (!run_until_syn_ack(sport1))
+		_exit(10);
+	send_udp("10.0.2.3", 40100, 53);
+	for (int i = 0; i < 10; i++)
+		event_loop_run_once(&loop, 0);
+	_exit(0);
+}
+
+Test(slirp, user_networking_works_under_the_io_threads_filter)
+{
+	if (!seccomp_default_on())
+		cr_skip_test("sanitizer build: its runtime makes calls the filter refuses");
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0)
+		traffic_under_the_filter();
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+}
+
+/* libslirp's DNS forwarding keeps working under the filters, which let it open no file: the
+ * host's nameserver was read at set-up (slirp.c). In a private mount namespace whose
+ * /etc/resolv.conf names 127.0.0.2, the test listens there: the guest's query must arrive,
+ * more than a second after set-up too (when libslirp stats the file again). Without that
+ * read it would go to 127.0.0.1 instead (libslirp's fallback when the file cannot be read). */
+static int nameserver_fd = -1;
+
+static int dns_child(void)
+{
+	char conf[64];
+	snprintf(conf, sizeof(conf), "/tmp/minivmm-resolv-%d", (int)getpid());
+	FILE *f = fopen(conf, "w");
+	if (!f || fputs("nameserver 127.0.0.2\n", f) < 0 || fclose(f))
+		return 20;
+	bool private = unshare(CLONE_NEWNS) == 0 &&
+		       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
+		       mount(conf, "/etc/resolv.conf", NULL, MS_BIND, NULL) == 0;
+	unlink(conf);
+	if (!private)
+		return 77;
+	nameserver_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in ns = {.sin_family = AF_INET, .sin_port = htons(53)};
+	inet_pton(AF_INET, "127.0.0.2", &ns.sin_addr);
+	if (nameserver_fd < 0 || bind(nameserver_fd, (struct sockaddr *)&ns, sizeof(ns)))
+		return 77;
+	setup();
+	struct seccomp_policy p = {.needs = {.user_net = true}};
+	char err[160];
+	if (seccomp_install(&p, SECCOMP_PROCESS, err, sizeof(err)) ||
+	    seccomp_install(&p, SECCOMP_IO, err, sizeof(err)))
+		return 21;
+	/* Past libslirp's one-second cache: the next lookup stats the file. */
+	double until = now_s() + 1.2;
+	while (now_s() < until)
+		event_loop_run_once(&loop, 100);
+	char buf[16];
+	while (recv(nameserver_fd, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
+		; /* set-up's empty datagrams */
+	uint8_t fr[64];
+	uint8_t *ip = fr + eth_header(fr, slirp_mac, 0x0800), *udp = ip + 20;
+	memset(ip, 0, 29);
+	ip[0] = 0x45;
+	put16(ip + 2, 29);
+	ip[8] = 64;
+	ip[9] = IPPROTO_UDP;
+	put_ip4(ip + 12, "10.0.2.15");
+	put_ip4(ip + 16, "10.0.2.3");
+	put16(ip + 10, csum_fold(csum_add(0, ip, 20)));
+	put16(udp, 40200);
+	put16(udp + 2, 53);
+	put16(udp + 4, 9);
+	udp[8] = 'q';
+	guest_send(fr, 14 + 29);
+	for (int i = 0; i < 10; i++)
+		event_loop_run_once(&loop, 0);
+	struct pollfd pfd = {.fd = nameserver_fd, .events = POLLIN};
+	if (poll(&pfd, 1, 5000) != 1 || recv(nameserver_fd, buf, sizeof(buf), 0) != 1 ||
+	    buf[0] != 'q')
+		return 10;
+	return 0;
+}
+
+Test(slirp_dns, guest_queries_reach_the_hosts_nameserver_under_the_filter)
+{
+	if (!seccomp_default_on())
+		cr_skip_test("sanitizer build: its runtime makes calls the filter refuses");
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0)
+		_exit(dns_child());
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		cr_skip_test("needs root for a private mount namespace and 127.0.0.2:53");
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
 }

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "thread_sandbox.h"
+
 static void layout(struct guest_mem *mem, uint8_t *backing, uint64_t ram_size)
 {
 	memset(mem, 0, sizeof(*mem));
@@ -37,6 +39,8 @@ static void *populate_thread(void *arg)
 	/* Lowest priority: the vCPUs, which fault pages in themselves if need be, come first. Not
 	 * SCHED_IDLE: a starved thread holding mmap_lock would stall everyone behind it. */
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+	if (thread_sandbox_narrow(SANDBOX_POPULATE))
+		return NULL; /* the guest faults pages in itself */
 	for (uint64_t off = 0; off < mem->ram_size && !mem->populate_stop; off += POPULATE_CHUNK) {
 		uint64_t len =
 		    mem->ram_size - off < POPULATE_CHUNK ? mem->ram_size - off : POPULATE_CHUNK;

@@ -1,0 +1,139 @@
+/* The control socket's remover (sock_reaper_main, run as a child with its two pipes on fds 3
+ * and 4): nothing is removed while the VMM lives, the socket is removed once the VMM's end of
+ * the pipe closes, a socket that replaced it meanwhile is left alone, and misuse removes
+ * nothing. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vmm/sock_reaper.h"
+
+static char path[64];
+static int sock_fd = -1;
+
+static void bind_socket(void)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	sock_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(sock_fd, 0);
+	cr_assert_eq(bind(sock_fd, (struct sockaddr *)&a, sizeof(a)), 0, "%s", strerror(errno));
+}
+
+static void setup(void)
+{
+	snprintf(path, sizeof(path), "/tmp/minivmm-reaper-%d.sock", (int)getpid());
+	unlink(path);
+	bind_socket();
+}
+
+static void teardown(void)
+{
+	close(sock_fd);
+	unlink(path);
+}
+
+/* The helper as a child: returns its pid; *alive_w and *done_r are the VMM's ends. With
+ * no_pipe, fd 3 is not a pipe the helper can read. */
+static pid_t start_helper(int *alive_w, int *done_r, bool no_pipe)
+{
+	int alive[2], done[2];
+	cr_assert_eq(pipe2(alive, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(done, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		int a = dup(alive[0]), d = dup(done[1]);
+		if (no_pipe) {
+			close(a);
+			a = open("/dev/null", O_WRONLY);
+		}
+		dup2(a, 3);
+		dup2(d, 4);
+		char *argv[] = {"minivmm", SOCK_REAPER_ARG, path, NULL};
+		_exit(sock_reaper_main(3, argv));
+	}
+	close(alive[0]);
+	close(done[1]);
+	*alive_w = alive[1];
+	*done_r = done[0];
+	return pid;
+}
+
+/* Until the helper blocks reading fd 3 (/proc/PID/syscall: "0 0x3 ..."), i.e. has taken note
+ * of the socket and waits for the VMM's end; false if it never does (it exited, say). */
+static bool waiting_for_the_vmm(pid_t pid)
+{
+	char file[64], buf[128];
+	snprintf(file, sizeof(file), "/proc/%d/syscall", (int)pid);
+	for (int i = 0; i < 5000; i++) {
+		FILE *f = fopen(file, "r");
+		bool reading = f && fgets(buf, sizeof(buf), f) && !strncmp(buf, "0 0x3 ", 6);
+		if (f)
+			fclose(f);
+		if (reading)
+			return true;
+		if (waitpid(pid, NULL, WNOHANG) != 0)
+			return false;
+		usleep(1000);
+	}
+	return false;
+}
+
+static int finish(pid_t pid, int done_r)
+{
+	char c;
+	ssize_t n = read(done_r, &c, 1);
+	close(done_r);
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status));
+	return n == 1 ? WEXITSTATUS(status) : -1;
+}
+
+Test(sock_reaper, removes_the_socket_when_the_vmm_ends, .init = setup, .fini = teardown)
+{
+	int alive_w, done_r;
+	pid_t pid = start_helper(&alive_w, &done_r, false);
+	bool waited = waiting_for_the_vmm(pid);
+	cr_assert_eq(access(path, F_OK), 0, "removed while the VMM lives");
+	cr_assert(waited, "the helper did not wait for the VMM's end");
+	close(alive_w); /* what the VMM's exit, or its death, does */
+	cr_assert_eq(finish(pid, done_r), 0);
+	cr_assert_neq(access(path, F_OK), 0, "the socket was left behind");
+}
+
+Test(sock_reaper, leaves_a_socket_that_replaced_it, .init = setup, .fini = teardown)
+{
+	int alive_w, done_r;
+	pid_t pid = start_helper(&alive_w, &done_r, false);
+	cr_assert(waiting_for_the_vmm(pid));
+	/* Another VMM replaced the (stale) socket at the same path. */
+	close(sock_fd);
+	cr_assert_eq(unlink(path), 0);
+	bind_socket();
+	close(alive_w);
+	cr_assert_eq(finish(pid, done_r), 0);
+	cr_assert_eq(access(path, F_OK), 0, "another VMM's socket was removed");
+}
+
+Test(sock_reaper, misuse_removes_nothing, .init = setup, .fini = teardown)
+{
+	int alive_w, done_r;
+	pid_t pid = start_helper(&alive_w, &done_r, true);
+	close(alive_w);
+	char c;
+	cr_assert_eq(read(done_r, &c, 1), 0, "no acknowledgement without a VMM");
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	close(done_r);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %#x", status);
+	cr_assert_eq(access(path, F_OK), 0);
+}
