@@ -453,20 +453,86 @@ int slirp_validate(const struct slirp_forwards *fwd, char *err, size_t errlen)
 	return 0;
 }
 
+/* ---- reading the host's DNS configuration before the sandbox ---- */
+
+/* A stand-in libslirp instance that only exists while it reads the file: nothing it makes
+ * needs polling or timers. */
+static ssize_t dns_probe_send(const void *buf, size_t len, void *opaque)
+{
+	(void)buf, (void)opaque;
+	return (ssize_t)len;
+}
+static void dns_probe_error(const char *msg, void *opaque)
+{
+	(void)msg, (void)opaque;
+}
+static int64_t dns_probe_clock(void *opaque)
+{
+	(void)opaque;
+	return now_ns();
+}
+static void *dns_probe_timer_new(SlirpTimerId id, void *cb_opaque, void *opaque)
+{
+	(void)id, (void)cb_opaque, (void)opaque;
+	return NULL;
+}
+static void dns_probe_timer_free(void *timer, void *opaque)
+{
+	(void)timer, (void)opaque;
+}
+static void dns_probe_timer_mod(void *timer, int64_t expire_ms, void *opaque)
+{
+	(void)timer, (void)expire_ms, (void)opaque;
+}
+static void dns_probe_fd(int fd, void *opaque)
+{
+	(void)fd, (void)opaque;
+}
+static void dns_probe_notify(void *opaque)
+{
+	(void)opaque;
+}
+static int dns_probe_revents(int idx, void *opaque)
+{
+	(void)idx, (void)opaque;
+	return 0;
+}
+
+static const SlirpCb dns_probe_callbacks = {
+    .send_packet = dns_probe_send,
+    .guest_error = dns_probe_error,
+    .clock_get_ns = dns_probe_clock,
+    .timer_free = dns_probe_timer_free,
+    .timer_mod = dns_probe_timer_mod,
+    .register_poll_fd = dns_probe_fd,
+    .unregister_poll_fd = dns_probe_fd,
+    .notify = dns_probe_notify,
+    .timer_new_opaque = dns_probe_timer_new,
+};
+
 /* libslirp reads /etc/resolv.conf when the guest first sends to its DNS address (10.0.2.3),
- * and keeps the host's nameserver while that file's inode, size and mtime stay the same (it
- * only stats it again). The seccomp filters let no thread open a file once the guest runs, so
- * have libslirp read it now: an empty UDP datagram to 10.0.2.3 makes it look the nameserver
- * up, then send the empty datagram there, which a DNS server ignores. Its source is 0.0.0.0,
- * an address libslirp sends no ICMP error to, so the guest never hears of it. The first lookup
- * reads the file without taking its identity (stat); a second one, once libslirp's clock (set
- * by each poll) is past the first lookup's time, takes it and reads the file again: without
- * it the guest's first lookup would. A file that changes later cannot be read again: libslirp
- * then forwards DNS to the host's 127.0.0.1. */
-static void read_dns_config_now(struct slirp_be *s)
+ * and keeps the host's nameserver, for every instance in the process, while that file's inode,
+ * size and mtime stay the same (it only stats it again). The seccomp filters let no thread open
+ * a file once the guest runs, so have libslirp read it now, through a stand-in instance whose
+ * outbound sockets are bound to 127.0.0.1: an empty UDP datagram to 10.0.2.3 makes it look the
+ * nameserver up and then send the datagram there, which the host refuses (EINVAL) for any
+ * nameserver off this host, as a loopback source cannot leave it; one on the host's loopback
+ * (a local resolver) gets an empty datagram, which it ignores. Nothing leaves the host. The
+ * first lookup reads the file without taking its identity (stat); a second one, once
+ * libslirp's clock (set by each poll) is past the first lookup's time, takes it and reads the
+ * file again: without it the guest's first lookup would. A file that changes later cannot be
+ * read again: libslirp then forwards DNS to the host's 127.0.0.1. */
+static void read_dns_config_now(const SlirpConfig *config)
 {
 	static const uint8_t macs[12] = {0x52, 0x55, 0x0a, 0x00, 0x02, 0x02,  /* to slirp */
 					 0x52, 0x54, 0x00, 0x12, 0x34, 0x56}; /* from the guest */
+	SlirpConfig sc = *config;
+	struct sockaddr_in loopback = {.sin_family = AF_INET,
+				       .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	sc.outbound_addr = &loopback;
+	Slirp *probe = slirp_new(&sc, &dns_probe_callbacks, NULL);
+	if (!probe)
+		return;
 	uint8_t f[14 + 20 + 8] = {0};
 	memcpy(f, macs, sizeof(macs));
 	f[12] = 0x08; /* IPv4 */
@@ -487,9 +553,10 @@ static void read_dns_config_now(struct slirp_be *s)
 		sum = (sum & 0xffff) + (sum >> 16);
 	ip[10] = (uint8_t)(~sum >> 8);
 	ip[11] = (uint8_t)~sum;
-	slirp_input(s->slirp, f, (int)sizeof(f));
-	slirp_pollfds_poll(s->slirp, 1, get_revents, s); /* the clock only: no socket looked at */
-	slirp_input(s->slirp, f, (int)sizeof(f));
+	slirp_input(probe, f, (int)sizeof(f));
+	slirp_pollfds_poll(probe, 1, dns_probe_revents, NULL); /* the clock only */
+	slirp_input(probe, f, (int)sizeof(f));
+	slirp_cleanup(probe);
 }
 
 struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct event_loop *loop,
@@ -538,7 +605,7 @@ struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct 
 			return NULL;
 		}
 	}
-	read_dns_config_now(s);
+	read_dns_config_now(&sc);
 	refresh(s);
 	return &s->be;
 }

@@ -4,6 +4,9 @@
  * refers to now: when slirp closes a socket and the next one it opens gets the same number
  * (a guest's RST and SYN in consecutive frames), the new socket must still be watched. */
 #include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -489,19 +492,27 @@ Test(slirp, user_networking_works_under_the_io_threads_filter)
  * read it would go to 127.0.0.1 instead (libslirp's fallback when the file cannot be read). */
 static int nameserver_fd = -1;
 
-static int dns_child(void)
+/* In a private mount namespace (and network namespace too with NEWNET in flags), an
+ * /etc/resolv.conf naming NAMESERVER. 20: cannot write it; 77: no namespaces (not root). */
+static int private_resolv_conf(int flags, const char *nameserver)
 {
 	char conf[64];
 	snprintf(conf, sizeof(conf), "/tmp/minivmm-resolv-%d", (int)getpid());
 	FILE *f = fopen(conf, "w");
-	if (!f || fputs("nameserver 127.0.0.2\n", f) < 0 || fclose(f))
+	if (!f || fprintf(f, "nameserver %s\n", nameserver) < 0 || fclose(f))
 		return 20;
-	bool private = unshare(CLONE_NEWNS) == 0 &&
+	bool private = unshare(CLONE_NEWNS | flags) == 0 &&
 		       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0 &&
 		       mount(conf, "/etc/resolv.conf", NULL, MS_BIND, NULL) == 0;
 	unlink(conf);
-	if (!private)
-		return 77;
+	return private ? 0 : 77;
+}
+
+static int dns_child(void)
+{
+	int rc = private_resolv_conf(0, "127.0.0.2");
+	if (rc)
+		return rc;
 	nameserver_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in ns = {.sin_family = AF_INET, .sin_port = htons(53)};
 	inet_pton(AF_INET, "127.0.0.2", &ns.sin_addr);
@@ -519,7 +530,7 @@ static int dns_child(void)
 		event_loop_run_once(&loop, 100);
 	char buf[16];
 	while (recv(nameserver_fd, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
-		; /* set-up's empty datagrams */
+		; /* set-up's empty datagrams: a nameserver on the loopback gets them (slirp.c) */
 	uint8_t fr[64];
 	uint8_t *ip = fr + eth_header(fr, slirp_mac, 0x0800), *udp = ip + 20;
 	memset(ip, 0, 29);
@@ -556,5 +567,54 @@ Test(slirp_dns, guest_queries_reach_the_hosts_nameserver_under_the_filter)
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
 		cr_skip_test("needs root for a private mount namespace and 127.0.0.2:53");
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+}
+
+/* Reading the DNS configuration at set-up sends nothing off the host. In a network namespace
+ * whose only way out is a veth link (192.0.2.2/24) and whose resolv.conf names 192.0.2.1 on
+ * it, a packet socket sees every frame the link sends: a datagram on its way to the nameserver
+ * would first need its ARP request, sent within the sendto() itself. */
+static int off_host_child(void)
+{
+	int rc = private_resolv_conf(CLONE_NEWNET, "192.0.2.1");
+	if (rc)
+		return rc;
+	if (system("ip link set lo up && ip link add mvdns0 type veth peer name mvdns1 && "
+		   "ip link set mvdns1 up && "
+		   "ip addr add 192.0.2.2/24 dev mvdns0 && ip link set mvdns0 up"))
+		return 77;
+	int pkt = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+	struct sockaddr_ll ll = {.sll_family = AF_PACKET,
+				 .sll_protocol = htons(ETH_P_ALL),
+				 .sll_ifindex = (int)if_nametoindex("mvdns0")};
+	if (pkt < 0 || ll.sll_ifindex == 0 || bind(pkt, (struct sockaddr *)&ll, sizeof(ll)))
+		return 22;
+	uint8_t frame[2048];
+	while (recv(pkt, frame, sizeof(frame), MSG_DONTWAIT) >= 0)
+		; /* what bringing the link up sent (IPv6 router solicitations and the like) */
+	setup();
+	/* IPv4 or ARP only: the kernel's own IPv6 neighbour discovery on the new link may go on. */
+	ssize_t n;
+	while ((n = recv(pkt, frame, sizeof(frame), MSG_DONTWAIT)) >= 14) {
+		if (frame[12] == 0x08 && (frame[13] == 0x00 || frame[13] == 0x06)) {
+			fprintf(stderr,
+				"set-up sent a %zd-byte frame (ethertype 08%02x) off the host\n", n,
+				frame[13]);
+			return 10;
+		}
+	}
+	return 0;
+}
+
+Test(slirp_dns, set_up_sends_nothing_off_the_host)
+{
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0)
+		_exit(off_host_child());
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		cr_skip_test("needs root for network namespaces and a veth link");
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
 }
