@@ -8,6 +8,8 @@
 #define MSS_ASSUMED   536 /* RFC 9293: when the peer's SYN has no MSS option */
 #define CONN_META_LEN __builtin_offsetof(struct tcp_conn, sbuf)
 #define EPHEMERAL_LO  49152
+#define CWND_MAX      (1u << 30)
+#define ORPHAN_US     60000000 /* a released connection's time to finish its close */
 
 _Static_assert((TCP_BUF_SIZE & MASK) == 0, "TCP_BUF_SIZE must be a power of two");
 
@@ -468,6 +470,7 @@ static bool process_ack(struct tcp_stack *s, struct tcp_conn *c, const struct se
 	} else {
 		c->cwnd += max32(1, c->mss * c->mss / c->cwnd);
 	}
+	c->cwnd = min32(c->cwnd, CWND_MAX); /* past any window: only keeps it from wrapping */
 	if (c->snd_una == c->snd_nxt)
 		c->rto_at = 0;
 	else
@@ -890,8 +893,7 @@ int tcp_accept(struct tcp_stack *s, uint16_t port)
 {
 	for (int i = 0; i < TCP_MAX_CONNS; i++) {
 		struct tcp_conn *c = &s->conns[i];
-		if (c->passive && !c->accepted && c->lport == port &&
-		    (c->state >= TCP_ESTABLISHED || (c->state == TCP_CLOSED && c->err))) {
+		if (c->passive && !c->accepted && c->lport == port && c->state >= TCP_ESTABLISHED) {
 			c->accepted = c->owned = true;
 			return i;
 		}
@@ -1013,6 +1015,8 @@ void tcp_release(struct tcp_stack *s, int id)
 		return;
 	if (c->state != TCP_CLOSED && !c->fin_queued)
 		tcp_abort(s, id);
+	else if (c->state != TCP_CLOSED && !c->tw_at)
+		c->tw_at = now(s) + ORPHAN_US; /* a peer that never sends its FIN */
 	c->owned = false;
 }
 

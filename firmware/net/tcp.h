@@ -160,7 +160,7 @@ uint64_t tcp_next_timer(const struct tcp_stack *s);
 
 /* Returns 0, or -1 if the table is full or the port is taken. */
 int tcp_listen(struct tcp_stack *s, uint16_t port);
-/* An established (or since closed) connection from a listening port not handed out yet; -1. */
+/* An established connection from a listening port not handed out yet (its id), or -1. */
 int tcp_accept(struct tcp_stack *s, uint16_t port);
 /* Sends a SYN (lport 0: an ephemeral port); the connection's id, or -1 if the table is full. */
 int tcp_connect(struct tcp_stack *s, uint16_t lport, uint32_t dst, uint16_t dport);
@@ -173,7 +173,7 @@ void tcp_close(struct tcp_stack *s, int id);
 /* Reset the connection now (RST). */
 void tcp_abort(struct tcp_stack *s, int id);
 /* The program is done with id: the slot is reused once the connection is closed (a connection
- * never closed with tcp_close is aborted). */
+ * never closed with tcp_close is aborted; one closed gets a minute to finish). */
 void tcp_release(struct tcp_stack *s, int id);
 
 enum tcp_state tcp_state(const struct tcp_stack *s, int id);

@@ -962,3 +962,30 @@ Test(tcp, tx_checksum_offload_leaves_pseudo_header_sum)
 	wr16(cap.seg + 16, (uint16_t)~sum);
 	cr_assert_eq(tcp_checksum(IP_A, IP_B, cap.seg, cap.len), 0);
 }
+
+Test(tcp, release_frees_slots)
+{
+	int b;
+	int a = pair(0x1000, 0x2000, &b);
+	/* released while open: aborted (the peer sees a reset), the slot free at once */
+	tcp_release(&A, a);
+	pump();
+	cr_assert_eq(tcp_state(&B, b), TCP_CLOSED);
+	cr_assert_eq(B.conns[b].err, TCP_ERR_RESET);
+	tcp_release(&B, b);
+	for (int i = 0; i < TCP_MAX_CONNS; i++)
+		cr_assert(tcp_connect(&A, 0, IP_B, PORT_B) >= 0, "slot %d", i);
+	pump();
+	for (int i = 0; i < TCP_MAX_CONNS; i++)
+		cr_assert(tcp_accept(&B, PORT_B) >= 0);
+	/* released after a close the peer never answers with its FIN: gone within a minute */
+	tcp_close(&A, 0);
+	pump();
+	cr_assert_eq(tcp_state(&A, 0), TCP_FIN_WAIT_2);
+	tcp_release(&A, 0);
+	run_for(30000000);
+	cr_assert_eq(tcp_state(&A, 0), TCP_FIN_WAIT_2);
+	run_for(31000000);
+	cr_assert_eq(tcp_state(&A, 0), TCP_CLOSED);
+	cr_assert(tcp_connect(&A, 0, IP_B, PORT_B) == 0, "the slot is reused");
+}
