@@ -210,12 +210,13 @@ static void send_ack(struct tcp_stack *s, struct tcp_conn *c)
 	emit(s, c, c->snd_max, TCP_ACK, 0, 0);
 }
 
-/* A reset for a segment that has no connection (RFC 9293 3.10.7.1): never for a reset. */
+/* A reset for a segment that has no connection (RFC 9293 3.10.7.1): never for a reset, nor
+ * for a segment sent to anything but our address (a broadcast). */
 static void send_reset(struct tcp_stack *s, uint32_t src, uint32_t dst, const uint8_t *seg,
 		       uint32_t seglen)
 {
 	uint8_t flags = seg[13];
-	if (flags & TCP_RST)
+	if ((flags & TCP_RST) || dst != s->ip)
 		return;
 	uint8_t *h = s->txbuf;
 	copy(h, seg + 2, 2); /* our port: their destination */

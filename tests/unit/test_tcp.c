@@ -1114,4 +1114,14 @@ Test(tcp, reset_for_an_ack_to_no_connection)
 	cr_assert_eq(A.resets_sent, 1);
 	inject(777, 0, TCP_RST, 0, 0, 0, 0, 0);
 	cr_assert_eq(A.resets_sent, 1, "never a reset for a reset");
+	/* nor for a segment to a broadcast address */
+	uint8_t seg[TCP_HLEN] = {0};
+	wr16(seg, PORT_P);
+	wr16(seg + 2, PORT_B);
+	seg[12] = 5 << 4;
+	seg[13] = TCP_SYN;
+	wr16(seg + 16, tcp_checksum(IP_B, 0xffffffffu, seg, sizeof(seg)));
+	tcp_input(&A, IP_B, 0xffffffffu, seg, sizeof(seg), 0);
+	cr_assert_eq(A.rx_bad, 0);
+	cr_assert_eq(A.resets_sent, 1, "no reset from a broadcast address");
 }
