@@ -21,7 +21,9 @@ VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o)
 # Everything but main() is also linked into the unit tests.
 LIB_OBJS  := $(filter-out $(BUILD)/obj/vmm/main.o,$(VMM_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/*.c)
-UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
+# Probe code that is plain C (no drivers, no freestanding-only code), built for the host too.
+FW_UNIT_SRCS := firmware/net/tcp.c
+UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o) $(FW_UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \
 	check-layers clean fuzz fuzz-coverage mutants

@@ -46,6 +46,7 @@ static const struct {
     {"pktgen", test_pktgen},
     {"bulk_send", test_bulk_send},
     {"bulk_recv", test_bulk_recv},
+    {"tcp_stream", test_tcp_stream},
     {"virtio-bench", test_virtio_bench},
 };
 

@@ -1,8 +1,8 @@
 /*
  * The probe's IPv4 stack over virtio-net: Ethernet II, ARP, IPv4 (fragments sent, and
- * reassembled one datagram at a time: net_reasm.c), ICMP echo, UDP. One interface, addresses
- * from net.* command-line words.
- * Addresses are kept in network byte order; ports and lengths in host order.
+ * reassembled one datagram at a time: net_reasm.c), ICMP echo, UDP, TCP (tcp.c, net_tcp.c). One
+ * interface, addresses from net.* command-line words. Addresses are kept in network byte order;
+ * ports and lengths in host order.
  */
 #ifndef NET_H
 #define NET_H
@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tcp.h"
 #include "virtio_net.h"
 
 #define ETH_HLEN	  14
@@ -97,7 +98,7 @@ const char *arp_resolve(uint32_t ip, uint8_t mac[6]);
 
 /* net_ipv4.c */
 void ipv4_input(const uint8_t *src_mac, const uint8_t *pkt, unsigned len);
-/* A whole datagram (data: len bytes after the header) to ICMP or UDP. */
+/* A whole datagram (data: len bytes after the header) to ICMP, UDP or TCP. */
 void ipv4_deliver(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t *data,
 		  unsigned len);
 
@@ -120,5 +121,15 @@ void udp_input(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t *p
 /* From our port; data_sum: csum_partial(data, len, 0) if the caller has it, else -1. */
 const char *udp_send(const uint8_t mac[6], uint32_t dst, uint16_t dport, const void *data,
 		     unsigned len, int64_t data_sum);
+
+/* net_tcp.c: the TCP stack (tcp.h) on this interface; programs call net_tcp_poll() often. */
+extern struct tcp_stack net_tcp;
+extern uint64_t net_tcp_reentry_drops, net_tcp_no_mac_drops;
+void net_tcp_open(void);
+/* ARP for dst, then a SYN; *id: the connection. */
+const char *net_tcp_connect(uint32_t dst, uint16_t port, int *id);
+void net_tcp_input(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t *data,
+		   unsigned len);
+void net_tcp_poll(void); /* receive, run the timers, flush what was sent */
 
 #endif

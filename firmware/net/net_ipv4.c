@@ -32,6 +32,8 @@ void ipv4_deliver(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t
 		icmp_input(src_mac, ip, data, len);
 	else if (ip->proto == IP_PROTO_UDP)
 		udp_input(src_mac, ip, data, len);
+	else if (ip->proto == IP_PROTO_TCP)
+		net_tcp_input(src_mac, ip, data, len);
 }
 
 /* Copy [off, off + n) of the concatenation hdr . data. */

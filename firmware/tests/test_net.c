@@ -194,3 +194,8 @@ const char *test_bulk_recv(void)
 {
 	return run(net_bulk_recv);
 }
+
+const char *test_tcp_stream(void)
+{
+	return run(net_tcp_stream);
+}

@@ -1,7 +1,7 @@
 /*
  * Network benchmark programs for the probe (test=serve|udp_stream|udp_rr|udp_sink|pktgen|
- * bulk_send|bulk_recv) on the first virtio-net device; see net.h for the stack and its net.*
- * words.
+ * bulk_send|bulk_recv|tcp_stream) on the first virtio-net device; see net.h for the stack and its
+ * net.* words.
  */
 #ifndef TEST_NET_H
 #define TEST_NET_H
@@ -16,6 +16,7 @@ const char *test_udp_rr(void);
 const char *test_pktgen(void);
 const char *test_bulk_send(void);
 const char *test_bulk_recv(void);
+const char *test_tcp_stream(void);
 
 /* Shared by the programs (test_net.c). */
 uint64_t net_arg(const char *key, uint64_t def);
@@ -31,5 +32,6 @@ const char *net_pktgen(void);
 const char *net_udp_rr(void);
 const char *net_bulk_send(void); /* test_net_bulk.c */
 const char *net_bulk_recv(void);
+const char *net_tcp_stream(void); /* test_tcp_stream.c */
 
 #endif

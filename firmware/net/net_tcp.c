@@ -1,0 +1,84 @@
+/*
+ * The probe's TCP (tcp.c) on this interface: segments out through ipv4_send, in from
+ * ipv4_deliver, time from the TSC. One stack; programs call net_tcp_poll() in their loops.
+ */
+#include "lib.h"
+#include "net.h"
+#include "x86.h"
+
+#define RX_BATCH 64
+
+struct tcp_stack net_tcp;
+static bool up;
+/* Inside ipv4_send: waiting for TX room polls RX, and a segment taken then would run the
+ * stack inside itself (its transmit buffer in use): such segments are dropped, and resent. */
+static bool in_output;
+/* Where segments go: the MAC for one address, resolved before a connect or learnt from the
+ * last segment in (for an address off the subnet, the gateway's). */
+static uint32_t mac_ip;
+static uint8_t mac[6];
+static bool have_mac;
+uint64_t net_tcp_reentry_drops, net_tcp_no_mac_drops;
+
+static void output(void *ctx, uint32_t src, uint32_t dst, const void *seg, unsigned len,
+		   unsigned flags)
+{
+	(void)ctx;
+	(void)src;
+	(void)flags;
+	if (!have_mac || dst != mac_ip) {
+		net_tcp_no_mac_drops++;
+		return;
+	}
+	const uint8_t *s = seg;
+	unsigned hl = (s[12] >> 4) * 4u;
+	in_output = true;
+	ipv4_send(mac, dst, IP_PROTO_TCP, s, hl, s + hl, len - hl);
+	in_output = false;
+}
+
+static uint64_t now_us(void *ctx)
+{
+	(void)ctx;
+	return virtio_cycles_to_us(rdtsc());
+}
+
+void net_tcp_open(void)
+{
+	/* a new ISN each boot: the TSC's low bits */
+	tcp_init(&net_tcp, netif.ip, output, now_us, 0, (uint32_t)(rdtsc() * 2654435761u));
+	up = true;
+}
+
+const char *net_tcp_connect(uint32_t dst, uint16_t port, int *id)
+{
+	const char *err = arp_resolve(dst, mac);
+	if (err)
+		return err;
+	mac_ip = dst;
+	have_mac = true;
+	*id = tcp_connect(&net_tcp, 0, dst, port);
+	return *id < 0 ? "no free TCP connection" : 0;
+}
+
+void net_tcp_input(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t *data,
+		   unsigned len)
+{
+	if (!up)
+		return;
+	if (in_output) {
+		net_tcp_reentry_drops++;
+		return;
+	}
+	memcpy(mac, src_mac, 6);
+	mac_ip = ip->src;
+	have_mac = true;
+	tcp_input(&net_tcp, ip->src, ip->dst, data, len, 0);
+}
+
+void net_tcp_poll(void)
+{
+	net_poll(RX_BATCH);
+	tcp_timers(&net_tcp);
+	vnet_tx_flush(&netif.nic);
+}
