@@ -16,7 +16,7 @@ for transport in pci mmio; do
 	wait_line "$name-sink" out '^port [0-9]+$' 100
 	port=$(sed -n 's/^port //p' "$sink")
 	run_vmm "$name" 120 --kernel "$FW/probe.elf" --memory 256M --net "user,transport=$transport" \
-		--cmdline "test=tcp_stream net.peer=10.0.2.2 net.peer_port=$port net.tcp_mib=$MIB"
+		--cmdline "test=tcp_stream net.ip=10.0.2.15/24 net.peer=10.0.2.2 net.peer_port=$port net.tcp_mib=$MIB"
 	expect_probe_pass "$name"
 	expect_line "$name" out "^probe: tcp_stream bytes=$((MIB << 20)) "
 	wait "$sink_pid" || { cat "$sink" >&2; fail "$name: the listener's check failed"; }
