@@ -186,3 +186,47 @@ unsigned serial_receive(struct serial *s, const uint8_t *buf, unsigned len)
 	pthread_mutex_unlock(&s->lock);
 	return n;
 }
+
+void serial_save(struct serial *s, struct serial_state *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&s->lock);
+	*out = (struct serial_state){.ier = s->ier,
+				     .lcr = s->lcr,
+				     .mcr = s->mcr,
+				     .lsr = s->lsr,
+				     .msr = s->msr,
+				     .scr = s->scr,
+				     .dll = s->dll,
+				     .dlm = s->dlm,
+				     .fcr = s->fcr,
+				     .thri_pending = s->thri_pending,
+				     .irq_level = (uint8_t)s->irq_level,
+				     .rx_count = (uint8_t)s->rx_count};
+	for (unsigned i = 0; i < s->rx_count; i++)
+		out->rx[i] = s->rx[(s->rx_head + i) % SERIAL_RX_FIFO];
+	pthread_mutex_unlock(&s->lock);
+}
+
+int serial_restore(struct serial *s, const struct serial_state *in)
+{
+	if (in->rx_count > SERIAL_RX_FIFO || in->thri_pending > 1 || in->irq_level > 1)
+		return -1;
+	pthread_mutex_lock(&s->lock);
+	s->ier = in->ier;
+	s->lcr = in->lcr;
+	s->mcr = in->mcr;
+	s->lsr = in->lsr;
+	s->msr = in->msr;
+	s->scr = in->scr;
+	s->dll = in->dll;
+	s->dlm = in->dlm;
+	s->fcr = in->fcr;
+	s->thri_pending = in->thri_pending;
+	s->irq_level = in->irq_level; /* the line itself is in the irqchip's saved state */
+	s->rx_head = 0;
+	s->rx_count = in->rx_count;
+	memcpy(s->rx, in->rx, sizeof(s->rx));
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}

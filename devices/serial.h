@@ -35,4 +35,16 @@ void serial_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool 
 /* Queue bytes from the console; returns how many fitted in the receive FIFO. */
 unsigned serial_receive(struct serial *s, const uint8_t *buf, unsigned len);
 
+/* The registers and receive FIFO, as a snapshot stores them (bytes only: no padding). */
+struct serial_state {
+	uint8_t ier, lcr, mcr, lsr, msr, scr, dll, dlm, fcr;
+	uint8_t thri_pending, irq_level, rx_count;
+	uint8_t rx[SERIAL_RX_FIFO]; /* the FIFO's bytes, oldest first */
+};
+
+void serial_save(struct serial *s, struct serial_state *out);
+/* Load a saved state (from a file: hostile). Returns 0, or -1 if it is not one serial_save
+ * could have written (nothing changed then). */
+int serial_restore(struct serial *s, const struct serial_state *in);
+
 #endif

@@ -12,6 +12,7 @@
 #include "test_blk.h"
 #include "test_blk_reset.h"
 #include "test_boot.h"
+#include "test_counter.h"
 #include "test_demo.h"
 #include "test_hostile.h"
 #include "test_net.h"
@@ -29,6 +30,7 @@ static const struct {
 	const char *(*run)(void);
 } tests[] = {
     {"boot", test_boot},
+    {"counter", test_counter},
     {"demo", test_demo},
     {"exit", test_exit},
     {"reset", test_reset},

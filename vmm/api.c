@@ -18,6 +18,7 @@
 #include "device_registry.h"
 #include "file_util.h"
 #include "json.h"
+#include "snapshot.h"
 #include "sock_reaper.h"
 #include "vcpu.h"
 #include "virtio_devices.h"
@@ -207,6 +208,21 @@ static const struct device_command *find_command(const char *name,
 	return NULL;
 }
 
+/* {"cmd":"snapshot","path":DIR}: the VM is paused and stays paused (snapshot.h). */
+static char *snapshot_request(struct vm *vm, const struct json_object *req)
+{
+	const struct json_member *path = json_get(req, "path");
+	if (!path || path->type != JSON_STRING || !path->str[0])
+		return api_error_response("snapshot needs a string \"path\" (a new directory)");
+	char err[512];
+	if (snapshot_save(vm, path->str, err, sizeof(err))) {
+		log_warn("%s", err);
+		return api_error_response(err);
+	}
+	log_info("snapshot written to %s; the VM is paused", path->str);
+	return api_ok_response(NULL, 0);
+}
+
 char *api_handle_request(struct vm *vm, const char *line, size_t len)
 {
 	struct json_object req;
@@ -222,7 +238,8 @@ char *api_handle_request(struct vm *vm, const char *line, size_t len)
 	const struct device_command *dc = find_command(cmd->str, &kind);
 	for (int i = 0; i < req.n; i++)
 		if (strcmp(req.m[i].key, "cmd") &&
-		    !(dc && dc->member && !strcmp(req.m[i].key, dc->member))) {
+		    !(dc && dc->member && !strcmp(req.m[i].key, dc->member)) &&
+		    !(!strcmp(cmd->str, "snapshot") && !strcmp(req.m[i].key, "path"))) {
 			snprintf(msg, sizeof(msg), "unexpected member \"%.64s\" for \"%.64s\"",
 				 req.m[i].key, cmd->str);
 			return api_error_response(msg);
@@ -250,6 +267,8 @@ char *api_handle_request(struct vm *vm, const char *line, size_t len)
 		log_info("resumed by the control socket");
 		return api_ok_response(NULL, 0);
 	}
+	if (!strcmp(cmd->str, "snapshot"))
+		return snapshot_request(vm, &req);
 	if (!strcmp(cmd->str, "shutdown")) {
 		log_info("shutdown requested by the control socket");
 		vm_request_stop(vm, 0);
@@ -261,8 +280,8 @@ char *api_handle_request(struct vm *vm, const char *line, size_t len)
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), ", %s",
 				 c->name);
 	snprintf(msg, sizeof(msg),
-		 "unknown command \"%.64s\" (expected %s, pause, resume or shutdown)", cmd->str,
-		 names);
+		 "unknown command \"%.64s\" (expected %s, pause, resume, snapshot or shutdown)",
+		 cmd->str, names);
 	return api_error_response(msg);
 }
 

@@ -300,6 +300,11 @@ void cli_usage(void)
 	    "Control:\n"
 	    "  --api-sock PATH        serve the JSON control socket at PATH (see minivmm ctl)\n"
 	    "\n"
+	    "Snapshots (minivmm ctl --sock PATH snapshot DIR writes one):\n"
+	    "  --restore DIR          rebuild the VM saved in DIR and run it (instead of\n"
+	    "                         --kernel; memory, vCPUs and devices come from DIR)\n"
+	    "  --paused               with --restore: wait for the control socket's resume\n"
+	    "\n"
 	    "Other:\n"
 	    "  --seccomp on|off       system-call allow-list once the VM is set up (default on;\n"
 	    "                         off in sanitizer builds)\n"
@@ -333,6 +338,8 @@ enum {
 	OPT_SECCOMP,
 	OPT_JAIL,
 	OPT_QUIET,
+	OPT_RESTORE,
+	OPT_PAUSED,
 	OPT_HELP,
 	OPT_VERSION,
 	OPT_DEVICE_BASE, /* + index in device_kinds */
@@ -379,6 +386,8 @@ static const struct option base_opts[] = {
     {"seccomp", required_argument, NULL, OPT_SECCOMP},
     {"jail", required_argument, NULL, OPT_JAIL},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"restore", required_argument, NULL, OPT_RESTORE},
+    {"paused", no_argument, NULL, OPT_PAUSED},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
 };
@@ -467,11 +476,37 @@ static int parse_seccomp(const char *arg, struct vm_config *cfg, char *err, size
 	return 0;
 }
 
+/* The first flag seen that describes the machine, which --restore takes from the snapshot. */
+static const char *machine_flag;
+
+static const char *flag_name(int c)
+{
+	if (c >= OPT_DEVICE_BASE)
+		return device_kinds[c - OPT_DEVICE_BASE]->flag;
+	for (size_t i = 0; i < NR_BASE_OPTS; i++)
+		if (base_opts[i].val == c)
+			return base_opts[i].name;
+	return "?";
+}
+
+static void note_machine_flag(int c)
+{
+	static const int flags[] = {OPT_KERNEL, OPT_BOOT, OPT_INITRD,	OPT_CMDLINE, OPT_MEMORY,
+				    OPT_CPUS,	OPT_DTB,  OPT_DUMP_DTB, OPT_POPULATE};
+	bool machine = c >= OPT_DEVICE_BASE;
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		machine |= c == flags[i];
+	if (machine && !machine_flag)
+		machine_flag = flag_name(c);
+}
+
 /* One option from getopt_long (c, with optarg and optind as it left them). CLI_RUN: go on. */
 static enum cli_result apply_option(int c, char **argv, struct vm_config *cfg, const char **pin_arg,
 				    char *err, size_t errlen)
 {
 	int rc = 0;
+	if (c >= OPT_KERNEL && c < OPT_DEVICE_BASE + MAX_DEVICE_KINDS)
+		note_machine_flag(c);
 	switch (c) {
 	case OPT_KERNEL:
 		cfg->kernel_path = optarg;
@@ -532,6 +567,15 @@ static enum cli_result apply_option(int c, char **argv, struct vm_config *cfg, c
 	case OPT_QUIET:
 		cfg->quiet = true;
 		break;
+	case OPT_RESTORE:
+		if (!*optarg)
+			rc = fail(err, errlen, "--restore needs a snapshot directory%s", "");
+		else
+			cfg->restore_dir = optarg;
+		break;
+	case OPT_PAUSED:
+		cfg->start_paused = true;
+		break;
 	case OPT_HELP:
 		cli_usage();
 		return CLI_EXIT_OK;
@@ -559,7 +603,14 @@ static int check_config(int argc, char **argv, struct vm_config *cfg, const char
 {
 	if (optind < argc)
 		return fail(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
-	if (!cfg->kernel_path)
+	if (cfg->restore_dir && machine_flag)
+		return fail(
+		    err, errlen,
+		    "--%s cannot be used with --restore (the machine comes from the snapshot)",
+		    machine_flag);
+	if (!cfg->restore_dir && cfg->start_paused)
+		return fail(err, errlen, "--paused is for --restore only%s", "");
+	if (!cfg->kernel_path && !cfg->restore_dir)
 		return fail(err, errlen, "--kernel PATH is required (see --help)%s", "");
 	/* A chroot alone is escapable by code that runs in it (sanitizer builds, which cannot
 	 * run the filters, are test builds). */
@@ -577,6 +628,7 @@ enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *er
 	long_options(opts);
 	config_defaults(cfg);
 	const char *pin_arg = NULL;
+	machine_flag = NULL;
 
 	rewrite_device_options(argc, argv);
 	opterr = 0;

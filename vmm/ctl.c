@@ -1,6 +1,7 @@
 #include "ctl.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,9 @@ static int usage(const char *msg)
 {
 	if (msg)
 		fprintf(stderr, "minivmm ctl: %s\n", msg);
-	fprintf(stderr, "usage: minivmm ctl --sock PATH COMMAND [ARGS]\n"
-			"commands: status | balloon-set MIB | pause | resume | shutdown\n");
+	fprintf(stderr,
+		"usage: minivmm ctl --sock PATH COMMAND [ARGS]\n"
+		"commands: status | balloon-set MIB | pause | resume | snapshot DIR | shutdown\n");
 	return 2;
 }
 
@@ -27,22 +29,42 @@ static int usage(const char *msg)
 static char *build_request(int argc, char **argv)
 {
 	const char *cmd = argv[0];
-	int want = !strcmp(cmd, "balloon-set") ? 1 : 0;
+	bool snapshot = !strcmp(cmd, "snapshot");
+	int want = !strcmp(cmd, "balloon-set") || snapshot ? 1 : 0;
 	if (strcmp(cmd, "status") && strcmp(cmd, "balloon-set") && strcmp(cmd, "pause") &&
-	    strcmp(cmd, "resume") && strcmp(cmd, "shutdown")) {
+	    strcmp(cmd, "resume") && strcmp(cmd, "shutdown") && !snapshot) {
 		fprintf(stderr, "minivmm ctl: unknown command '%s'\n", cmd);
 		return NULL;
 	}
 	if (argc - 1 != want) {
 		fprintf(stderr, "minivmm ctl: %s takes %s\n", cmd,
-			want ? "one argument (MiB)" : "no arguments");
+			snapshot ? "one argument (a directory to create)"
+			: want	 ? "one argument (MiB)"
+				 : "no arguments");
 		return NULL;
 	}
 	struct json_writer w;
 	json_writer_init(&w);
 	json_begin_object(&w);
 	json_member_string(&w, "cmd", cmd);
-	if (want) {
+	if (snapshot) {
+		/* The VMM opens it: relative to its working directory, so make it absolute. */
+		char *abs = argv[1][0] == '/' ? strdup(argv[1]) : NULL;
+		if (!abs) {
+			char cwd[4096];
+			if (getcwd(cwd, sizeof(cwd)) && asprintf(&abs, "%s/%s", cwd, argv[1]) < 0)
+				abs = NULL;
+		}
+		if (!abs || strlen(abs) >= 256) {
+			fprintf(stderr,
+				"minivmm ctl: snapshot directory path too long (over 255 bytes)\n");
+			free(abs);
+			json_writer_free(&w);
+			return NULL;
+		}
+		json_member_string(&w, "path", abs);
+		free(abs);
+	} else if (want) {
 		char *end;
 		errno = 0;
 		long long mib = strtoll(argv[1], &end, 10);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -23,6 +24,7 @@
 #include "file_util.h"
 #include "jail.h"
 #include "seccomp.h"
+#include "snapshot.h"
 #include "sock_reaper.h"
 #include "vcpu.h"
 #include "virtio_devices.h"
@@ -283,6 +285,26 @@ static void stop_guest(struct vm *vm, struct api_server *api, struct virtio_devi
 	x86_pc_devices_destroy(legacy);
 }
 
+/* --restore: the saved state onto the new VM; --paused keeps the vCPUs parked until "resume". */
+static int restore(struct vm *vm, const struct snapshot_state *snap, const struct timespec *t0)
+{
+	char err[512];
+	if (!snap)
+		return 0;
+	if (snapshot_apply(vm, snap, err, sizeof(err))) {
+		log_error("cannot restore: %s", err);
+		return -1;
+	}
+	vm->pause_requested = vm->cfg->start_paused;
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	log_info("restored %s (%llu MiB, %d vCPUs) in %.1f ms%s", vm->cfg->restore_dir,
+		 (unsigned long long)(vm->mem.ram_size >> 20), vm->nr_vcpus,
+		 (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6,
+		 vm->cfg->start_paused ? "; paused" : "");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], SOCK_REAPER_ARG))
@@ -321,7 +343,15 @@ int main(int argc, char **argv)
 		return EXIT_VMM_ERROR;
 	}
 	snprintf(cmdline, CMDLINE_BUF_SIZE, "%s", cfg.cmdline);
-	if (vm_create(&vm, &cfg))
+	struct timespec restore_t0;
+	clock_gettime(CLOCK_MONOTONIC, &restore_t0);
+	struct snapshot_state *snap = cfg.restore_dir ? snapshot_restore_open(&cfg) : NULL;
+	if (cfg.restore_dir && !snap)
+		goto out_vm;
+	int vm_rc = vm_create(&vm, &cfg);
+	if (snap)
+		close(cfg.memory_fd); /* the mapping holds the file */
+	if (vm_rc)
 		goto out_vm;
 	/* The console file first of the user's files, so a bad one is the only line printed. */
 	if (console_open(&console, &cfg))
@@ -335,13 +365,14 @@ int main(int argc, char **argv)
 	if (virtio_devices_create(&virtio, &vm, cmdline, CMDLINE_BUF_SIZE))
 		goto out_devices;
 	vm.virtio = &virtio;
-	if (load_guest(&vm, &cfg, cmdline, &virtio, &entry))
+	if (!snap && load_guest(&vm, &cfg, cmdline, &virtio, &entry))
 		goto out_devices;
 	attach_console(&vm, &console);
 	if (add_legacy_devices(&vm, &legacy))
 		goto out_devices;
 	status = EXIT_VMM_ERROR;
-	if (vcpus_create(&vm, &entry) || console_start_input(&console))
+	if (vcpus_create(&vm, snap ? NULL : &entry) || restore(&vm, snap, &restore_t0) ||
+	    console_start_input(&console))
 		goto out_vcpus;
 	if (cfg.api_sock_path && !(api = api_server_start(&vm, cfg.api_sock_path))) {
 		status = EXIT_USAGE;
@@ -368,6 +399,7 @@ out_console:
 out_vm:
 	vm_destroy(&vm);
 	free(cmdline);
+	free(snap);
 	if (sig_fd >= 0)
 		close(sig_fd);
 	if (ran)

@@ -2,7 +2,8 @@
  * Seccomp allow-lists, one per thread role (see seccomp.h), built from the tables below: each
  * entry says which roles use it and which configured device it is for, so a VM without
  * --net user has no socket calls and one without an io_uring disk no io_uring_enter. No thread
- * may open a file (read-only opens fail with EACCES), unlink, or signal another process. ioctl
+ * may open a file (read-only opens fail with EACCES; the I/O thread may create new ones, for a
+ * control socket's snapshot), unlink, or signal another process. ioctl
  * is allowed by request number: the KVM calls a running VM makes, TUNSETOFFLOAD, libslirp's
  * FIONREAD and the terminal get/set the console uses (never TIOCSTI). Set-up calls (KVM_CREATE_*,
  * TUNSETIFF, TUNSETSNDBUF, BLKGETSIZE64, opening files) happen before the filters and are not
@@ -141,6 +142,12 @@ static const struct syscall_rule syscalls[] = {
     {"sendto", IO, CONTROL_SOCKET},
     {"recvfrom", IO, CONTROL_SOCKET},
     {"getsockopt", IO, CONTROL_SOCKET}, /* SO_PEERCRED: the client's uid */
+    /* its "snapshot": a new directory and new files in it (openat: add_rules) */
+    {"mkdir", IO, CONTROL_SOCKET},
+    {"mkdirat", IO, CONTROL_SOCKET},
+    {"ftruncate", IO, CONTROL_SOCKET},
+    {"pwrite64", IO, CONTROL_SOCKET},
+    {"fsync", IO, CONTROL_SOCKET},
 };
 
 struct ioctl_rule {
@@ -160,6 +167,20 @@ static const struct ioctl_rule ioctls[] = {
     {KVM_IOEVENTFD, MAIN | VCPU | IO, ALWAYS},
     {KVM_SET_GSI_ROUTING, MAIN | VCPU | IO, ALWAYS},
     {TUNSETOFFLOAD, MAIN | VCPU | IO, TAP},
+    /* the control socket's "snapshot" reads the paused VM's state (vmm/snapshot.c) */
+    {KVM_GET_REGS, IO, CONTROL_SOCKET},
+    {KVM_GET_SREGS, IO, CONTROL_SOCKET},
+    {KVM_GET_XSAVE, IO, CONTROL_SOCKET},
+    {KVM_GET_XCRS, IO, CONTROL_SOCKET},
+    {KVM_GET_MSRS, IO, CONTROL_SOCKET},
+    {KVM_GET_MSR_INDEX_LIST, IO, CONTROL_SOCKET},
+    {KVM_GET_LAPIC, IO, CONTROL_SOCKET},
+    {KVM_GET_VCPU_EVENTS, IO, CONTROL_SOCKET},
+    {KVM_GET_MP_STATE, IO, CONTROL_SOCKET},
+    {KVM_GET_DEBUGREGS, IO, CONTROL_SOCKET},
+    {KVM_GET_IRQCHIP, IO, CONTROL_SOCKET},
+    {KVM_GET_PIT2, IO, CONTROL_SOCKET},
+    {KVM_GET_CLOCK, IO, CONTROL_SOCKET},
     {FIONREAD, IO, USER_NET}, /* libslirp, UDP */
     /* the console's terminal: isatty, raw mode, restored on exit and on a refused call (any
      * thread) */
@@ -305,6 +326,13 @@ static int add_rules(scmp_filter_ctx ctx, const struct seccomp_needs *have, unsi
 	const struct scmp_arg_cmp read_only =
 	    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY);
 	if (add(ctx, SCMP_ACT_ERRNO(EACCES), "openat", 1, &read_only, err, errlen))
+		return -1;
+	/* A snapshot's files: created new (O_EXCL), never an existing file opened or truncated. */
+	const struct scmp_arg_cmp create_new =
+	    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC,
+		    O_WRONLY | O_CREAT | O_EXCL);
+	if ((role & IO) && needed(CONTROL_SOCKET, have) &&
+	    add(ctx, SCMP_ACT_ALLOW, "openat", 1, &create_new, err, errlen))
 		return -1;
 	if (!(role & START))
 		return 0;

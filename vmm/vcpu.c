@@ -45,8 +45,9 @@ int vcpus_create(struct vm *vm, const struct boot_entry *entry)
 		}
 		if (x86_vcpu_init(vm->kvm_fd, v->fd, i, vm->nr_vcpus))
 			return -1;
-		/* Application processors wait in KVM for INIT/SIPI from the boot vCPU. */
-		if (i == 0 && x86_vcpu_set_boot_regs(v->fd, entry))
+		/* Application processors wait in KVM for INIT/SIPI from the boot vCPU. No entry: a
+		 * restore sets every register from the snapshot. */
+		if (i == 0 && entry && x86_vcpu_set_boot_regs(v->fd, entry))
 			return -1;
 	}
 	return 0;
@@ -165,6 +166,12 @@ static void *vcpu_thread(void *arg)
 
 	while (!vm_is_stopping(vm)) {
 		if (__atomic_load_n(&vm->pause_requested, __ATOMIC_SEQ_CST)) {
+			/* KVM finishes an I/O or MMIO read only on the next KVM_RUN: enter once
+			 * with immediate_exit so the state a snapshot reads while parked is whole.
+			 */
+			v->run->immediate_exit = 1;
+			ioctl(v->fd, KVM_RUN, 0);
+			v->run->immediate_exit = 0;
 			park(v);
 			continue; /* re-check stopping */
 		}

@@ -4,7 +4,8 @@
 
 #include "vm.h"
 
-/* Create every vCPU fd and its per-vCPU state; the boot vCPU gets entry's registers. */
+/* Create every vCPU fd and its per-vCPU state; the boot vCPU gets entry's registers (none when
+ * entry is NULL: a restore sets them). */
 int vcpus_create(struct vm *vm, const struct boot_entry *entry);
 /* Start the threads, wait until each has applied its pinning, print the thread table, then
  * let them run. Returns 0 or -1 (logged). */

@@ -64,7 +64,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 		log_error("KVM_CREATE_VM: %s", strerror(errno));
 		return -1;
 	}
-	int rc = guest_mem_init(&vm->mem, cfg->memory_bytes, cfg->populate);
+	int rc = cfg->restore_dir ? guest_mem_init_file(&vm->mem, cfg->memory_bytes, cfg->memory_fd)
+				  : guest_mem_init(&vm->mem, cfg->memory_bytes, cfg->populate);
 	if (rc) {
 		log_error("cannot allocate %llu MiB of guest memory: %s",
 			  (unsigned long long)(cfg->memory_bytes >> 20), strerror(-rc));

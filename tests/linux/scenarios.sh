@@ -351,7 +351,85 @@ sc_probe() {
 	expect_status probe 0 && expect_out probe '^probe: PASS'
 }
 
-ALL_SCENARIOS="console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe"
+# counters NAME...: the probe's counter values on those consoles, joined (test=counter).
+counters() { for f in "$@"; do cat "$W/$f.out"; done | tr -d '\r' | sed -n 's/^probe: counter=\([0-9]*\) .*/\1/p' | tr '\n' ' '; }
+
+# restored_ok NAME: the original console then NAME's hold every counter 1..25 exactly once, one
+# RAM checksum, no second banner, and NAME passed.
+restored_ok() {
+	expect_status "$1" 0 && expect_out "$1" '^probe: PASS' || return 1
+	! grep -q 'minivmm probe v1' "$W/$1.out" || fail "$1: the restored guest booted again"
+	[ "$(counters orig "$1")" = "$(seq 1 25 | tr '\n' ' ')" ] ||
+		fail "$1: counters $(counters orig "$1"), expected 1 to 25 once each"
+	[ "$(cat "$W/orig.out" "$W/$1.out" | grep -o 'crc32=[0-9a-f]*' | sort -u | wc -l)" = 1 ] ||
+		fail "$1: the RAM checksum changed"
+}
+
+# bad_restore NAME PATTERN DIR: --restore DIR is refused, status 2, one line naming PATTERN.
+bad_restore() {
+	local rc=0
+	minivmm --restore "$3" >"$W/$1.out" 2>"$W/$1.err" || rc=$?
+	echo $rc >"$W/$1.rc"
+	expect_status "$1" 2
+	[ "$(wc -l <"$W/$1.err")" = 1 ] && grep -q -- "$2" "$W/$1.err" ||
+		fail "$1: expected one line with '$2', got: $(cat "$W/$1.err")"
+}
+
+# Snapshot and restore (issue 21) of a counting probe with 2 vCPUs (both count): saved through
+# the control socket, killed, then restored twice from the same snapshot (once --paused, resumed
+# by the socket); each restored guest carries on where the original stopped. Damaged and foreign
+# snapshots are refused with status 2.
+sc_snapshot() {
+	(
+		rc=0
+		timeout -s KILL 120 minivmm --kernel /probe/probe.bzImage --cpus 2 --memory 32M \
+			--api-sock $W/api.sock --cmdline "test=counter counter.ms=200 counter.max=25" \
+			</dev/null >$W/orig.out 2>$W/orig.err || rc=$?
+		echo $rc >$W/orig.rc
+	) &
+	local job=$!
+	wait_out orig '^probe: counter=3 ' 90 || return 1
+	minivmm ctl --sock $W/api.sock snapshot $W/snap >$W/ctl.log 2>&1 || fail "snapshot: $(cat $W/ctl.log)"
+	minivmm ctl --sock $W/api.sock status >>$W/ctl.log 2>&1
+	grep -q '"state":"paused"' $W/ctl.log || fail "the VM is not paused after the snapshot"
+	kill -KILL "$(pidof minivmm)"
+	wait $job
+	[ -f $W/snap/snapshot.json ] || { fail "no snapshot written: $(cat $W/ctl.log)"; return 1; }
+	echo "snapshot: $(du -k $W/snap/memory | cut -f1) KiB of memory on disk for 32 MiB RAM, state $(wc -c <$W/snap/state.bin) bytes, saved at counter $(counters orig | awk '{print $NF}')"
+	local rc=0
+	timeout -s KILL 120 minivmm --restore $W/snap </dev/null >$W/r1.out 2>$W/r1.err || rc=$?
+	echo $rc >$W/r1.rc
+	restored_ok r1
+	grep 'restored' $W/r1.err
+	(
+		rc=0
+		timeout -s KILL 120 minivmm --restore $W/snap --paused --api-sock $W/api2.sock \
+			</dev/null >$W/r2.out 2>$W/r2.err || rc=$?
+		echo $rc >$W/r2.rc
+	) &
+	job=$!
+	local i=0
+	while ! grep -q 'restored' $W/r2.err 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	minivmm ctl --sock $W/api2.sock status >$W/ctl2.log 2>&1
+	grep -q '"state":"paused"' $W/ctl2.log || fail "--paused: not paused: $(cat $W/ctl2.log)"
+	[ ! -s $W/r2.out ] || fail "--paused: the guest ran before resume"
+	minivmm ctl --sock $W/api2.sock resume >>$W/ctl2.log 2>&1 || fail "resume"
+	wait $job
+	restored_ok r2
+	mkdir $W/empty
+	bad_restore missing 'No such file' $W/nothing
+	bad_restore notsnap 'not a minivmm snapshot' $W/empty
+	cp -r $W/snap $W/v2 && sed -i 's/"version":1/"version":2/' $W/v2/snapshot.json
+	bad_restore version 'version 2' $W/v2
+	cp -r $W/snap $W/flip && printf '\377' | dd of=$W/flip/state.bin bs=1 seek=200 conv=notrunc 2>/dev/null
+	bad_restore flipped 'checksum' $W/flip
+	rm -rf $W/v2 $W/flip
+	cp -r $W/snap $W/short && truncate -s 16M $W/short/memory
+	bad_restore truncated 'truncated' $W/short
+	[ ! -f $W/.failed ]
+}
+
+ALL_SCENARIOS="console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe snapshot"
 
 # run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
 # VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.

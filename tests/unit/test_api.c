@@ -56,7 +56,7 @@ Test(api, errors)
 	expect_error("{\"cmd\":7}", "needs a string \\\"cmd\\\"");
 	expect_error("{\"cmd\":\"reboot\\n\\\"x\"}", "unknown command \\\"reboot\\n\\\"x\\\"");
 	expect_error("{\"cmd\":\"reboot\"}",
-		     "(expected status, balloon-set, pause, resume or shutdown)");
+		     "(expected status, balloon-set, pause, resume, snapshot or shutdown)");
 	expect_error("{\"cmd\":\"status\",\"mib\":1}", "unexpected member \\\"mib\\\"");
 	expect_error("{\"cmd\":\"balloon-set\"}", "needs an integer");
 	expect_error("{\"cmd\":\"balloon-set\",\"mib\":\"64\"}", "needs an integer");

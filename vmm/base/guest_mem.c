@@ -73,6 +73,16 @@ int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate)
 	return 0;
 }
 
+int guest_mem_init_file(struct guest_mem *mem, uint64_t ram_size, int fd)
+{
+	void *p = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	madvise(p, ram_size, MADV_DONTDUMP);
+	layout(mem, p, ram_size);
+	return 0;
+}
+
 void guest_mem_start_populate(struct guest_mem *mem)
 {
 	pthread_mutex_lock(&mem->populate_lock);

@@ -37,6 +37,10 @@ struct guest_mem {
  * rarely takes a first-touch fault; kernels without MADV_POPULATE_WRITE get a synchronous
  * MAP_POPULATE. Returns 0 or -errno. */
 int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate);
+/* Map ram_size bytes of guest RAM from fd (a snapshot's memory file) MAP_PRIVATE: pages are read
+ * from the file as the guest touches them and copied only when it writes them; the file is never
+ * written. Returns 0 or -errno. */
+int guest_mem_init_file(struct guest_mem *mem, uint64_t ram_size, int fd);
 /* Start the background pre-faulting asked for at init. Call it once the vCPU threads exist: it
  * competes with the boot for CPU and mmap_lock, and should not delay it. */
 void guest_mem_start_populate(struct guest_mem *mem);

@@ -1,0 +1,445 @@
+/* Snapshot files (vmm/snapshot_files.c, vmm/snapshot_format.c): what is written loads back
+ * unchanged, and every damaged, foreign or missing piece is refused with a reason before
+ * anything is restored. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "devices/serial.h"
+#include "vmm/snapshot_files.h"
+#include "vmm/snapshot_format.h"
+
+#define MEM (16ULL << 20)
+
+static char tmp[64], dir[128];
+static uint8_t *ram;
+static struct guest_mem mem;
+static struct snapshot_state *st, *back;
+static char err[512];
+
+/* A state with recognisable bytes in every record. */
+static void fill_state(struct snapshot_state *s, uint32_t cpus)
+{
+	memset(s, 0, sizeof(*s));
+	s->config = (struct snapshot_config){.memory_bytes = MEM, .nr_cpus = cpus};
+	s->clock.clock = 123456789;
+	for (int c = 0; c < 3; c++)
+		s->irqchip[c].chip.pic.irr = (uint8_t)(c + 1);
+	s->pit.channels[0].count = 0x1234;
+	s->serial = (struct serial_state){.ier = 3, .lcr = 3, .rx_count = 2, .rx = {'h', 'i'}};
+	for (uint32_t i = 0; i < cpus; i++) {
+		struct snapshot_vcpu *v = &s->vcpus[i];
+		v->regs.rip = 0x100000 + i;
+		v->regs.rflags = 2;
+		v->sregs.cr0 = 0x80000011;
+		v->xsave.region[0] = 0x37f + i;
+		v->has_xcrs = i == 0;
+		v->lapic.regs[0x20] = (char)i;
+		v->events.nmi.pending = 1;
+		v->mp_state.mp_state = KVM_MP_STATE_HALTED;
+		v->debugregs.dr7 = 0x400;
+		v->nr_msrs = 3;
+		v->msrs[0] = (struct kvm_msr_entry){.index = 0x10, .data = 0xabcdef};
+		v->msrs[1] = (struct kvm_msr_entry){.index = 0xc0000080, .data = 0xd01};
+		v->msrs[2] = (struct kvm_msr_entry){.index = 0x4b564d10, .data = 0x12345010};
+	}
+}
+
+static void setup(void)
+{
+	snprintf(tmp, sizeof(tmp), "/tmp/minivmm-snap-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmp));
+	snprintf(dir, sizeof(dir), "%s/snap", tmp);
+	ram = calloc(1, MEM);
+	cr_assert_not_null(ram);
+	for (uint64_t i = 0; i < MEM / 2; i += 4096) /* the upper half stays zero: holes */
+		memset(ram + i, (int)(i >> 12) | 1, 4096);
+	guest_mem_init_with(&mem, ram, MEM);
+	st = calloc(1, sizeof(*st));
+	fill_state(st, 2);
+	back = NULL;
+}
+
+static void teardown(void)
+{
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	cr_assert_eq(system(cmd), 0);
+	free(ram);
+	free(st);
+	free(back);
+}
+
+static void write_snapshot(void)
+{
+	cr_assert_eq(snapshot_write_dir(dir, st, &mem, err, sizeof(err)), 0, "%s", err);
+}
+
+/* Load dir; 0 or -1 (err set). */
+static int load(void)
+{
+	int fd = -1;
+	free(back);
+	back = NULL;
+	err[0] = '\0';
+	int rc = snapshot_open_dir(dir, &back, &fd, err, sizeof(err));
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+static void expect_refused(const char *why)
+{
+	cr_assert_eq(load(), -1, "loaded, expected a refusal naming '%s'", why);
+	cr_assert_null(back);
+	cr_assert(strstr(err, why), "'%s' does not name '%s'", err, why);
+	cr_assert_null(strchr(err, '\n'), "one line: %s", err);
+}
+
+static void file_path(char *out, size_t len, const char *name)
+{
+	snprintf(out, len, "%s/%s", dir, name);
+}
+
+/* Overwrite one byte of a file. */
+static void flip_byte(const char *name, off_t off)
+{
+	char p[256];
+	file_path(p, sizeof(p), name);
+	int fd = open(p, O_RDWR);
+	cr_assert_geq(fd, 0);
+	uint8_t b;
+	cr_assert_eq(pread(fd, &b, 1, off), 1);
+	b ^= 0x40;
+	cr_assert_eq(pwrite(fd, &b, 1, off), 1);
+	close(fd);
+}
+
+static void rewrite_header(const char *text)
+{
+	char p[256];
+	file_path(p, sizeof(p), SNAPSHOT_HEADER);
+	FILE *f = fopen(p, "w");
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+TestSuite(snapshot, .init = setup, .fini = teardown);
+
+Test(snapshot, round_trip_with_sparse_memory)
+{
+	write_snapshot();
+	int fd = -1;
+	cr_assert_eq(snapshot_open_dir(dir, &back, &fd, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memcmp(&back->config, &st->config, sizeof(st->config)), 0);
+	cr_assert_eq(back->clock.clock, 123456789);
+	cr_assert_eq(back->irqchip[2].chip.pic.irr, 3);
+	cr_assert_eq(back->pit.channels[0].count, 0x1234);
+	cr_assert_eq(memcmp(&back->serial, &st->serial, sizeof(st->serial)), 0);
+	for (int i = 0; i < 2; i++) {
+		const struct snapshot_vcpu *a = &st->vcpus[i], *b = &back->vcpus[i];
+		cr_assert_eq(memcmp(&a->regs, &b->regs, sizeof(a->regs)), 0);
+		cr_assert_eq(memcmp(&a->sregs, &b->sregs, sizeof(a->sregs)), 0);
+		cr_assert_eq(memcmp(&a->xsave, &b->xsave, sizeof(a->xsave)), 0);
+		cr_assert_eq(a->has_xcrs, b->has_xcrs);
+		cr_assert_eq(memcmp(&a->lapic, &b->lapic, sizeof(a->lapic)), 0);
+		cr_assert_eq(memcmp(&a->events, &b->events, sizeof(a->events)), 0);
+		cr_assert_eq(a->mp_state.mp_state, b->mp_state.mp_state);
+		cr_assert_eq(a->debugregs.dr7, b->debugregs.dr7);
+		cr_assert_eq(b->nr_msrs, 3);
+		cr_assert_eq(memcmp(a->msrs, b->msrs, 3 * sizeof(a->msrs[0])), 0);
+	}
+	/* The memory file is guest RAM byte for byte; its zero half takes no disk blocks. */
+	struct stat sb;
+	cr_assert_eq(fstat(fd, &sb), 0);
+	cr_assert_eq((uint64_t)sb.st_size, MEM);
+	cr_assert_lt((uint64_t)sb.st_blocks * 512, MEM * 3 / 4, "zero pages were written");
+	uint8_t *copy = malloc(MEM);
+	cr_assert_eq(pread(fd, copy, MEM, 0), (ssize_t)MEM);
+	cr_assert_eq(memcmp(copy, ram, MEM), 0);
+	free(copy);
+	close(fd);
+}
+
+Test(snapshot, existing_directory_is_not_overwritten)
+{
+	write_snapshot();
+	cr_assert_eq(snapshot_write_dir(dir, st, &mem, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "must not exist"), "%s", err);
+}
+
+Test(snapshot, missing_directory)
+{
+	expect_refused("No such file or directory");
+}
+
+Test(snapshot, directory_without_header_is_not_a_snapshot)
+{
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	expect_refused("is not a minivmm snapshot");
+	/* A snapshot cut short before its header, too. */
+	cr_assert_eq(rmdir(dir), 0);
+	write_snapshot();
+	char p[256];
+	file_path(p, sizeof(p), SNAPSHOT_HEADER);
+	cr_assert_eq(unlink(p), 0);
+	expect_refused("is not a minivmm snapshot");
+}
+
+Test(snapshot, file_is_not_a_snapshot_directory)
+{
+	FILE *f = fopen(dir, "w");
+	fclose(f);
+	expect_refused("is not a snapshot directory");
+}
+
+Test(snapshot, other_format)
+{
+	write_snapshot();
+	rewrite_header("{\"format\":\"qemu\",\"version\":1}\n");
+	expect_refused("is not a minivmm snapshot");
+	rewrite_header("not json at all");
+	expect_refused("not a snapshot header");
+}
+
+Test(snapshot, version_mismatch)
+{
+	write_snapshot();
+	char p[256], text[512];
+	file_path(p, sizeof(p), SNAPSHOT_HEADER);
+	FILE *f = fopen(p, "r");
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	char *v = strstr(text, "\"version\":1");
+	cr_assert_not_null(v);
+	v[10] = '2';
+	rewrite_header(text);
+	expect_refused("snapshot format version 2, this minivmm reads version 1");
+}
+
+Test(snapshot, flipped_byte_in_state)
+{
+	write_snapshot();
+	flip_byte(SNAPSHOT_STATE, 100);
+	expect_refused("checksum mismatch");
+}
+
+Test(snapshot, flipped_byte_in_memory)
+{
+	write_snapshot();
+	flip_byte(SNAPSHOT_MEMORY, MEM - 1); /* in a hole: the file's zero pages count too */
+	expect_refused("checksum mismatch");
+}
+
+Test(snapshot, truncated_memory)
+{
+	write_snapshot();
+	char p[256];
+	file_path(p, sizeof(p), SNAPSHOT_MEMORY);
+	cr_assert_eq(truncate(p, MEM - 4096), 0);
+	expect_refused("truncated");
+}
+
+Test(snapshot, missing_memory_or_state)
+{
+	write_snapshot();
+	char p[256];
+	file_path(p, sizeof(p), SNAPSHOT_MEMORY);
+	cr_assert_eq(unlink(p), 0);
+	expect_refused("memory: No such file");
+	file_path(p, sizeof(p), SNAPSHOT_STATE);
+	cr_assert_eq(unlink(p), 0);
+	expect_refused("state.bin: No such file");
+}
+
+/* ---- the state parser ---- */
+
+static uint8_t *buf;
+static size_t len;
+
+static void serialize(void)
+{
+	free(buf);
+	buf = snapshot_state_write(st, &len);
+	cr_assert_not_null(buf);
+}
+
+static int parse(void)
+{
+	static struct snapshot_state out;
+	err[0] = '\0';
+	return snapshot_state_parse(buf, len, &out, err, sizeof(err));
+}
+
+/* The offset of the first record with this tag and index. */
+static size_t find_record(uint32_t tag, uint32_t index)
+{
+	for (size_t off = 8; off + 12 <= len;) {
+		uint32_t h[3];
+		memcpy(h, buf + off, sizeof(h));
+		if (h[0] == tag && h[1] == index)
+			return off;
+		off += 12 + h[2];
+	}
+	cr_assert_fail("no record %u/%u", tag, index);
+	return 0;
+}
+
+static void expect_parse_refused(const char *why)
+{
+	cr_assert_eq(parse(), -1, "parsed, expected '%s'", why);
+	cr_assert(strstr(err, why), "'%s' does not name '%s'", err, why);
+}
+
+TestSuite(snapshot_state, .init = setup, .fini = teardown);
+
+Test(snapshot_state, every_truncation_is_refused)
+{
+	serialize();
+	cr_assert_eq(parse(), 0, "%s", err);
+	size_t full = len;
+	for (len = 0; len < full; len++)
+		cr_assert_eq(parse(), -1, "a state cut at %zu of %zu bytes was accepted", len,
+			     full);
+	free(buf);
+	buf = NULL;
+}
+
+Test(snapshot_state, bad_magic_and_config)
+{
+	serialize();
+	buf[0] = 'X';
+	expect_parse_refused("bad magic");
+	st->config.nr_cpus = MAX_VCPUS + 1;
+	serialize();
+	expect_parse_refused("vCPUs");
+	st->config.nr_cpus = 1;
+	st->config.memory_bytes = MEM + 4096;
+	serialize();
+	expect_parse_refused("whole MiB");
+	st->config.memory_bytes = MEM;
+	st->config.nr_devices = 1;
+	serialize();
+	expect_parse_refused("virtio devices");
+	free(buf);
+	buf = NULL;
+}
+
+Test(snapshot_state, record_checks)
+{
+	serialize();
+	/* A vCPU record for a vCPU that does not exist. */
+	size_t off = find_record(SNAP_REGS, 1);
+	uint32_t bad = 2;
+	memcpy(buf + off + 4, &bad, 4);
+	expect_parse_refused("for vCPU 2 of 2");
+	/* The same record twice. */
+	bad = 0;
+	memcpy(buf + off + 4, &bad, 4);
+	expect_parse_refused("appears twice");
+	/* An unknown tag. */
+	serialize();
+	off = find_record(SNAP_PIT, 0);
+	bad = 99;
+	memcpy(buf + off, &bad, 4);
+	expect_parse_refused("unknown record tag 99");
+	/* A required record missing (the tag renamed to an optional one already present). */
+	serialize();
+	off = find_record(SNAP_DEBUGREGS, 1);
+	bad = 0;
+	memcpy(buf + off, &bad, 4);
+	expect_parse_refused("unknown record tag 0");
+	free(buf);
+	buf = NULL;
+}
+
+Test(snapshot_state, missing_and_wrong_size_records)
+{
+	st->vcpus[1].nr_msrs = 0; /* an empty MSR list is still a record */
+	serialize();
+	cr_assert_eq(parse(), 0, "%s", err);
+	/* Drop vCPU 1's LAPIC record by cutting it out of the buffer. */
+	size_t off = find_record(SNAP_LAPIC, 1);
+	uint32_t h[3];
+	memcpy(h, buf + off, sizeof(h));
+	size_t rec = 12 + h[2];
+	memmove(buf + off, buf + off + rec, len - off - rec);
+	len -= rec;
+	expect_parse_refused("record 21 of vCPU 1 is missing");
+	/* A fixed-size record of the wrong size. */
+	serialize();
+	off = find_record(SNAP_CLOCK, 0);
+	uint32_t size = 8;
+	memcpy(buf + off + 8, &size, 4);
+	expect_parse_refused("is 8 bytes");
+	/* An MSR list that is not whole entries. */
+	serialize();
+	off = find_record(SNAP_MSRS, 0);
+	memcpy(h, buf + off, sizeof(h));
+	size = h[2] - 1;
+	memcpy(buf + off + 8, &size, 4);
+	expect_parse_refused("MSR list");
+	free(buf);
+	buf = NULL;
+}
+
+Test(snapshot_state, serial_state_out_of_range)
+{
+	st->serial.rx_count = SERIAL_RX_FIFO + 1;
+	serialize();
+	expect_parse_refused("serial port");
+	free(buf);
+	buf = NULL;
+}
+
+/* ---- the UART's part ---- */
+
+static void nop_tx(void *o, uint8_t b)
+{
+	(void)o;
+	(void)b;
+}
+
+static void nop_irq(void *o, int l)
+{
+	(void)o;
+	(void)l;
+}
+
+Test(snapshot_serial, fifo_survives_save_and_restore)
+{
+	const struct serial_ops ops = {.tx = nop_tx, .set_irq = nop_irq};
+	struct serial a, b;
+	serial_init(&a, &ops);
+	serial_init(&b, &ops);
+	uint8_t fill[SERIAL_RX_FIFO];
+	memset(fill, 'x', sizeof(fill));
+	/* Wrap the ring: fill it, read 60, queue "abc". */
+	cr_assert_eq(serial_receive(&a, fill, sizeof(fill)), SERIAL_RX_FIFO);
+	uint8_t v;
+	for (int i = 0; i < 60; i++)
+		serial_io(&a, 0, &v, 1, false);
+	serial_receive(&a, (const uint8_t *)"abc", 3);
+	v = 0x5a;
+	serial_io(&a, 7, &v, 1, true); /* scratch register */
+	struct serial_state s;
+	serial_save(&a, &s);
+	cr_assert_eq(serial_restore(&b, &s), 0);
+	const char want[] = "xxxxabc";
+	for (int i = 0; i < 7; i++) {
+		serial_io(&b, 0, &v, 1, false);
+		cr_assert_eq(v, (uint8_t)want[i], "byte %d: %c", i, v);
+	}
+	serial_io(&b, 7, &v, 1, false);
+	cr_assert_eq(v, 0x5a);
+	s.rx_count = SERIAL_RX_FIFO + 1;
+	cr_assert_eq(serial_restore(&b, &s), -1);
+	serial_destroy(&a);
+	serial_destroy(&b);
+}

@@ -1,0 +1,38 @@
+#include "crc32.h"
+
+#include <pthread.h>
+
+/* Slicing-by-4 tables, built once: guest memory is checksummed whole at save and restore. */
+static uint32_t table[4][256];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void build_tables(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+		table[0][i] = c;
+	}
+	for (uint32_t i = 0; i < 256; i++)
+		for (int t = 1; t < 4; t++)
+			table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xff];
+}
+
+uint32_t crc32_update(uint32_t crc, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	uint32_t c = crc ^ 0xffffffffu;
+	pthread_once(&table_once, build_tables);
+	while (len >= 4) {
+		c ^= (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+		     (uint32_t)p[3] << 24;
+		c = table[3][c & 0xff] ^ table[2][(c >> 8) & 0xff] ^ table[1][(c >> 16) & 0xff] ^
+		    table[0][c >> 24];
+		p += 4;
+		len -= 4;
+	}
+	while (len--)
+		c = table[0][(c ^ *p++) & 0xff] ^ (c >> 8);
+	return c ^ 0xffffffffu;
+}

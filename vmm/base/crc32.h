@@ -1,0 +1,11 @@
+/* CRC-32/IEEE (the zlib/PNG polynomial), for the snapshot files' checksums. */
+#ifndef MINIVMM_CRC32_H
+#define MINIVMM_CRC32_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Continue crc (0 to start) over len bytes. */
+uint32_t crc32_update(uint32_t crc, const void *data, size_t len);
+
+#endif

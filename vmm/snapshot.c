@@ -1,0 +1,210 @@
+#include "snapshot.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "device_registry.h"
+#include "snapshot_files.h"
+#include "vcpu.h"
+#include "vmm/base/log.h"
+
+#define PAUSE_WAIT_MS 1000
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+#define IOCTL_OR_FAIL(fd, req, arg, what, idx)                                                     \
+	do {                                                                                       \
+		if (ioctl(fd, req, arg) < 0)                                                       \
+			return fail(err, errlen, "%s (vCPU %d): %s", what, idx, strerror(errno));  \
+	} while (0)
+
+/* Every MSR KVM lists, and the PVM range: those this KVM can read are saved. */
+static int msr_candidates(int kvm_fd, uint32_t *out, uint32_t max, uint32_t *n)
+{
+	struct kvm_msr_list *list = calloc(1, sizeof(*list) + max * sizeof(uint32_t));
+	if (!list)
+		return -1;
+	list->nmsrs = max - (PVM_MSR_LAST - PVM_MSR_FIRST + 1);
+	if (ioctl(kvm_fd, KVM_GET_MSR_INDEX_LIST, list) < 0) {
+		free(list);
+		return -1;
+	}
+	*n = 0;
+	for (uint32_t i = 0; i < list->nmsrs; i++)
+		if (list->indices[i] < PVM_MSR_FIRST || list->indices[i] > PVM_MSR_LAST)
+			out[(*n)++] = list->indices[i];
+	for (uint32_t m = PVM_MSR_FIRST; m <= PVM_MSR_LAST; m++)
+		out[(*n)++] = m;
+	free(list);
+	return 0;
+}
+
+static int capture_msrs(int fd, const uint32_t *idx, uint32_t n, struct snapshot_vcpu *v)
+{
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry e;
+	} one;
+	v->nr_msrs = 0;
+	for (uint32_t i = 0; i < n && v->nr_msrs < SNAPSHOT_MAX_MSRS; i++) {
+		memset(&one, 0, sizeof(one));
+		one.hdr.nmsrs = 1;
+		one.e.index = idx[i];
+		if (ioctl(fd, KVM_GET_MSRS, &one) == 1)
+			v->msrs[v->nr_msrs++] = one.e;
+	}
+	return 0;
+}
+
+static int capture_vcpu(struct vcpu *vc, const uint32_t *msr_idx, uint32_t nr_msr_idx,
+			struct snapshot_vcpu *v, char *err, size_t errlen)
+{
+	int fd = vc->fd, i = vc->index;
+	IOCTL_OR_FAIL(fd, KVM_GET_REGS, &v->regs, "KVM_GET_REGS", i);
+	IOCTL_OR_FAIL(fd, KVM_GET_SREGS, &v->sregs, "KVM_GET_SREGS", i);
+	IOCTL_OR_FAIL(fd, KVM_GET_XSAVE, &v->xsave, "KVM_GET_XSAVE", i);
+	v->has_xcrs = ioctl(fd, KVM_GET_XCRS, &v->xcrs) == 0;
+	IOCTL_OR_FAIL(fd, KVM_GET_LAPIC, &v->lapic, "KVM_GET_LAPIC", i);
+	IOCTL_OR_FAIL(fd, KVM_GET_VCPU_EVENTS, &v->events, "KVM_GET_VCPU_EVENTS", i);
+	IOCTL_OR_FAIL(fd, KVM_GET_MP_STATE, &v->mp_state, "KVM_GET_MP_STATE", i);
+	IOCTL_OR_FAIL(fd, KVM_GET_DEBUGREGS, &v->debugregs, "KVM_GET_DEBUGREGS", i);
+	return capture_msrs(fd, msr_idx, nr_msr_idx, v);
+}
+
+static int capture(struct vm *vm, struct snapshot_state *st, char *err, size_t errlen)
+{
+	st->config = (struct snapshot_config){.memory_bytes = vm->mem.ram_size,
+					      .nr_cpus = (uint32_t)vm->nr_vcpus};
+	for (uint32_t c = 0; c < 3; c++) {
+		st->irqchip[c].chip_id = c;
+		if (ioctl(vm->vm_fd, KVM_GET_IRQCHIP, &st->irqchip[c]) < 0)
+			return fail(err, errlen, "KVM_GET_IRQCHIP %u: %s", c, strerror(errno));
+	}
+	if (ioctl(vm->vm_fd, KVM_GET_PIT2, &st->pit) < 0)
+		return fail(err, errlen, "KVM_GET_PIT2: %s", strerror(errno));
+	static uint32_t msr_idx[SNAPSHOT_MAX_MSRS];
+	uint32_t nr_msr_idx;
+	if (msr_candidates(vm->kvm_fd, msr_idx, SNAPSHOT_MAX_MSRS, &nr_msr_idx))
+		return fail(err, errlen, "KVM_GET_MSR_INDEX_LIST: %s", strerror(errno));
+	for (int i = 0; i < vm->nr_vcpus; i++)
+		if (capture_vcpu(&vm->vcpus[i], msr_idx, nr_msr_idx, &st->vcpus[i], err, errlen))
+			return -1;
+	if (vm->serial)
+		serial_save(vm->serial, &st->serial);
+	/* Last: the clock stands still from here until the restore sets it. */
+	if (ioctl(vm->vm_fd, KVM_GET_CLOCK, &st->clock) < 0)
+		return fail(err, errlen, "KVM_GET_CLOCK: %s", strerror(errno));
+	return 0;
+}
+
+int snapshot_save(struct vm *vm, const char *dir, char *err, size_t errlen)
+{
+	/* Devices whose state is not saved yet would come back broken: refuse before pausing. */
+	if (vm->cfg->nr_devices)
+		return fail(err, errlen,
+			    "snapshot: --%s devices cannot be saved yet (this version saves the "
+			    "vCPUs, memory, irqchip and serial console only)",
+			    vm->cfg->devices[0].kind->flag);
+	int n = vcpus_pause(vm, PAUSE_WAIT_MS);
+	if (n < vm->nr_vcpus)
+		return fail(err, errlen, "snapshot: only %d of %d vCPUs paused in time", n,
+			    vm->nr_vcpus);
+	struct snapshot_state *st = calloc(1, sizeof(*st));
+	if (!st)
+		return fail(err, errlen, "snapshot: out of memory");
+	int rc = capture(vm, st, err, errlen) || snapshot_write_dir(dir, st, &vm->mem, err, errlen);
+	free(st);
+	return rc ? -1 : 0;
+}
+
+/* MSRs one by one, so a refusal names its MSR. The PVM registration is written as the VMM's
+ * (bit 10), without its enable bit 0 (PLATFORM.md); the PVM range's read-only information MSRs
+ * may refuse a write and need none. */
+static int apply_msrs(int fd, int index, const struct snapshot_vcpu *v, char *err, size_t errlen)
+{
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry e;
+	} one;
+	for (uint32_t i = 0; i < v->nr_msrs; i++) {
+		memset(&one, 0, sizeof(one));
+		one.hdr.nmsrs = 1;
+		one.e.index = v->msrs[i].index;
+		one.e.data = v->msrs[i].data;
+		bool pvm = one.e.index >= PVM_MSR_FIRST && one.e.index <= PVM_MSR_LAST;
+		if (one.e.index == PVM_MSR_VIF) {
+			if (!one.e.data)
+				continue; /* not registered: the vCPU runs emulated */
+			one.e.data = (one.e.data & ~1ULL) | PVM_VIF_HOST_WRITE;
+		}
+		if (ioctl(fd, KVM_SET_MSRS, &one) != 1 && (!pvm || one.e.index == PVM_MSR_VIF))
+			return fail(err, errlen, "vCPU %d: KVM_SET_MSRS refused MSR 0x%x = 0x%llx",
+				    index, one.e.index, (unsigned long long)one.e.data);
+	}
+	return 0;
+}
+
+static int apply_vcpu(struct vcpu *vc, const struct snapshot_vcpu *v, char *err, size_t errlen)
+{
+	int fd = vc->fd, i = vc->index;
+	/* QEMU's order: the LAPIC after the MP state, the events after the LAPIC. */
+	IOCTL_OR_FAIL(fd, KVM_SET_SREGS, &v->sregs, "KVM_SET_SREGS", i);
+	IOCTL_OR_FAIL(fd, KVM_SET_REGS, &v->regs, "KVM_SET_REGS", i);
+	IOCTL_OR_FAIL(fd, KVM_SET_XSAVE, &v->xsave, "KVM_SET_XSAVE", i);
+	if (v->has_xcrs)
+		IOCTL_OR_FAIL(fd, KVM_SET_XCRS, &v->xcrs, "KVM_SET_XCRS", i);
+	if (apply_msrs(fd, i, v, err, errlen))
+		return -1;
+	IOCTL_OR_FAIL(fd, KVM_SET_MP_STATE, &v->mp_state, "KVM_SET_MP_STATE", i);
+	IOCTL_OR_FAIL(fd, KVM_SET_LAPIC, &v->lapic, "KVM_SET_LAPIC", i);
+	IOCTL_OR_FAIL(fd, KVM_SET_VCPU_EVENTS, &v->events, "KVM_SET_VCPU_EVENTS", i);
+	IOCTL_OR_FAIL(fd, KVM_SET_DEBUGREGS, &v->debugregs, "KVM_SET_DEBUGREGS", i);
+	return 0;
+}
+
+int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, size_t errlen)
+{
+	if ((int)st->config.nr_cpus != vm->nr_vcpus || st->config.memory_bytes != vm->mem.ram_size)
+		return fail(err, errlen, "the VM does not match the snapshot's configuration");
+	for (int c = 0; c < 3; c++) {
+		struct kvm_irqchip chip = st->irqchip[c];
+		chip.chip_id = (uint32_t)c;
+		if (ioctl(vm->vm_fd, KVM_SET_IRQCHIP, &chip) < 0)
+			return fail(err, errlen, "KVM_SET_IRQCHIP %d: %s", c, strerror(errno));
+	}
+	if (ioctl(vm->vm_fd, KVM_SET_PIT2, &st->pit) < 0)
+		return fail(err, errlen, "KVM_SET_PIT2: %s", strerror(errno));
+	for (int i = 0; i < vm->nr_vcpus; i++)
+		if (apply_vcpu(&vm->vcpus[i], &st->vcpus[i], err, errlen))
+			return -1;
+	if (vm->serial && serial_restore(vm->serial, &st->serial))
+		return fail(err, errlen, "the serial port's saved state is invalid");
+	struct kvm_clock_data clock = {.clock = st->clock.clock};
+	if (ioctl(vm->vm_fd, KVM_SET_CLOCK, &clock) < 0)
+		return fail(err, errlen, "KVM_SET_CLOCK: %s", strerror(errno));
+	return 0;
+}
+
+struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
+{
+	struct snapshot_state *st;
+	char err[512];
+	if (snapshot_open_dir(cfg->restore_dir, &st, &cfg->memory_fd, err, sizeof(err))) {
+		log_error("cannot restore: %s", err);
+		return NULL;
+	}
+	cfg->memory_bytes = st->config.memory_bytes;
+	cfg->nr_cpus = (int)st->config.nr_cpus;
+	return st;
+}

@@ -1,0 +1,309 @@
+#include "snapshot_files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "vmm/base/crc32.h"
+
+#define PAGE	     4096
+#define HEADER_MAX   4096
+#define STATE_MAX    (64u << 20)
+#define MEM_CHUNK    (1u << 20)
+#define CREATE_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC)
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int write_all(int fd, const void *buf, size_t len, off_t off)
+{
+	const uint8_t *p = buf;
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+static int create(const char *dir, const char *name, char *path, size_t pathlen)
+{
+	snprintf(path, pathlen, "%s/%s", dir, name);
+	return open(path, CREATE_FLAGS, 0600);
+}
+
+/* Guest RAM, region after region; all-zero pages stay holes. *crc covers every byte. */
+static int write_memory(int fd, const struct guest_mem *mem, uint32_t *crc)
+{
+	static const uint8_t zero[PAGE];
+	if (ftruncate(fd, (off_t)mem->ram_size) < 0)
+		return -1;
+	uint32_t c = 0;
+	off_t off = 0;
+	for (int r = 0; r < mem->nr_regions; r++) {
+		const uint8_t *p = mem->regions[r].hva;
+		uint64_t size = mem->regions[r].size;
+		for (uint64_t i = 0; i < size;) {
+			uint64_t n = size - i < MEM_CHUNK ? size - i : MEM_CHUNK;
+			c = crc32_update(c, p + i, n);
+			/* Write runs of non-zero pages. */
+			for (uint64_t j = 0; j < n;) {
+				uint64_t k = j;
+				while (k < n && memcmp(p + i + k, zero, PAGE))
+					k += PAGE;
+				if (k > j && write_all(fd, p + i + j, k - j, off + (off_t)(i + j)))
+					return -1;
+				j = k + PAGE;
+			}
+			i += n;
+		}
+		off += (off_t)size;
+	}
+	*crc = c;
+	return fsync(fd);
+}
+
+int snapshot_write_dir(const char *dir, const struct snapshot_state *st,
+		       const struct guest_mem *mem, char *err, size_t errlen)
+{
+	char path[4096];
+	if (strlen(dir) + 32 > sizeof(path))
+		return fail(err, errlen, "snapshot path too long");
+	if (mkdir(dir, 0700) < 0)
+		return fail(err, errlen, "cannot create %s: %s%s", dir, strerror(errno),
+			    errno == EEXIST ? " (the directory must not exist yet)" : "");
+	int fd = create(dir, SNAPSHOT_MEMORY, path, sizeof(path));
+	uint32_t mem_crc = 0;
+	if (fd < 0 || write_memory(fd, mem, &mem_crc)) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return fail(err, errlen, "%s: %s", path, strerror(e));
+	}
+	close(fd);
+	size_t state_len;
+	uint8_t *state = snapshot_state_write(st, &state_len);
+	if (!state)
+		return fail(err, errlen, "out of memory");
+	uint32_t state_crc = crc32_update(0, state, state_len);
+	fd = create(dir, SNAPSHOT_STATE, path, sizeof(path));
+	if (fd < 0 || write_all(fd, state, state_len, 0) || fsync(fd)) {
+		int e = errno;
+		free(state);
+		if (fd >= 0)
+			close(fd);
+		return fail(err, errlen, "%s: %s", path, strerror(e));
+	}
+	free(state);
+	close(fd);
+	struct json_writer w;
+	json_writer_init(&w);
+	json_begin_object(&w);
+	json_member_string(&w, "format", SNAPSHOT_FORMAT_NAME);
+	json_member_int(&w, "version", SNAPSHOT_VERSION);
+	json_member_uint(&w, "state_bytes", state_len);
+	json_member_uint(&w, "state_crc32", state_crc);
+	json_member_uint(&w, "memory_bytes", mem->ram_size);
+	json_member_uint(&w, "memory_crc32", mem_crc);
+	json_end_object(&w);
+	size_t hlen;
+	char *header = json_writer_finish(&w, &hlen);
+	if (!header)
+		return fail(err, errlen, "out of memory");
+	header[hlen++] = '\n'; /* the writer leaves room for the NUL this replaces */
+	fd = create(dir, SNAPSHOT_HEADER, path, sizeof(path));
+	if (fd < 0 || write_all(fd, header, hlen, 0) || fsync(fd)) {
+		int e = errno;
+		free(header);
+		if (fd >= 0)
+			close(fd);
+		return fail(err, errlen, "%s: %s", path, strerror(e));
+	}
+	free(header);
+	close(fd);
+	return 0;
+}
+
+/* Read a whole regular file of at most max bytes. */
+static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len, char *err,
+		     size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return fail(err, errlen, "%s: %s", path, strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > max) {
+		close(fd);
+		return fail(err, errlen, "%s: not a regular file of at most %zu bytes", path, max);
+	}
+	*buf = malloc((size_t)sb.st_size + 1);
+	size_t got = 0;
+	while (*buf && got < (size_t)sb.st_size) {
+		ssize_t n = read(fd, *buf + got, (size_t)sb.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (!*buf || got != (size_t)sb.st_size) {
+		free(*buf);
+		*buf = NULL;
+		return fail(err, errlen, "%s: cannot read it", path);
+	}
+	*len = got;
+	return 0;
+}
+
+/* A non-negative integer member of the header. */
+static int header_uint(const struct json_object *h, const char *key, uint64_t max, uint64_t *out,
+		       char *err, size_t errlen)
+{
+	const struct json_member *m = json_get(h, key);
+	if (!m || m->type != JSON_INT || m->num < 0 || (uint64_t)m->num > max)
+		return fail(err, errlen, "snapshot header: \"%s\" missing or out of range", key);
+	*out = (uint64_t)m->num;
+	return 0;
+}
+
+struct header {
+	uint64_t version, state_bytes, state_crc, memory_bytes, memory_crc;
+};
+
+static int read_header(const char *dir, struct header *h, char *err, size_t errlen)
+{
+	char path[4096];
+	struct stat sb;
+	if (stat(dir, &sb) < 0)
+		return fail(err, errlen, "%s: %s", dir, strerror(errno));
+	if (!S_ISDIR(sb.st_mode))
+		return fail(err, errlen, "%s is not a snapshot directory", dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, SNAPSHOT_HEADER);
+	if (access(path, F_OK) < 0)
+		return fail(err, errlen, "%s is not a minivmm snapshot (no %s)", dir,
+			    SNAPSHOT_HEADER);
+	uint8_t *text;
+	size_t len;
+	if (read_file(path, HEADER_MAX, &text, &len, err, errlen))
+		return -1;
+	struct json_object o;
+	char why[160];
+	int rc = json_parse_object((const char *)text, len, &o, why, sizeof(why));
+	free(text);
+	if (rc)
+		return fail(err, errlen, "%s: not a snapshot header: %s", path, why);
+	const struct json_member *f = json_get(&o, "format");
+	if (!f || f->type != JSON_STRING || strcmp(f->str, SNAPSHOT_FORMAT_NAME))
+		return fail(err, errlen, "%s is not a minivmm snapshot (format is not \"%s\")", dir,
+			    SNAPSHOT_FORMAT_NAME);
+	if (header_uint(&o, "version", UINT32_MAX, &h->version, err, errlen))
+		return -1;
+	if (h->version != SNAPSHOT_VERSION)
+		return fail(err, errlen,
+			    "%s: snapshot format version %" PRIu64
+			    ", this minivmm reads version %d only",
+			    dir, h->version, SNAPSHOT_VERSION);
+	if (header_uint(&o, "state_bytes", STATE_MAX, &h->state_bytes, err, errlen) ||
+	    header_uint(&o, "state_crc32", UINT32_MAX, &h->state_crc, err, errlen) ||
+	    header_uint(&o, "memory_bytes", INT64_MAX, &h->memory_bytes, err, errlen) ||
+	    header_uint(&o, "memory_crc32", UINT32_MAX, &h->memory_crc, err, errlen))
+		return -1;
+	return 0;
+}
+
+/* Open the memory file and check its size and checksum against the header. */
+static int open_memory(const char *dir, const struct header *h, int *out, char *err, size_t errlen)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, SNAPSHOT_MEMORY);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return fail(err, errlen, "%s: %s", path, strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return fail(err, errlen, "%s: not a regular file", path);
+	}
+	if ((uint64_t)sb.st_size != h->memory_bytes) {
+		close(fd);
+		return fail(err, errlen, "%s: %lld bytes, expected %" PRIu64 " (truncated?)", path,
+			    (long long)sb.st_size, h->memory_bytes);
+	}
+	uint8_t *buf = malloc(MEM_CHUNK);
+	uint32_t c = 0;
+	uint64_t off = 0;
+	while (buf && off < h->memory_bytes) {
+		ssize_t n = pread(fd, buf, MEM_CHUNK, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		c = crc32_update(c, buf, (size_t)n);
+		off += (uint64_t)n;
+	}
+	free(buf);
+	if (off != h->memory_bytes || c != h->memory_crc) {
+		close(fd);
+		return fail(err, errlen, "%s: checksum mismatch (the file is damaged)", path);
+	}
+	*out = fd;
+	return 0;
+}
+
+int snapshot_open_dir(const char *dir, struct snapshot_state **st, int *memory_fd, char *err,
+		      size_t errlen)
+{
+	struct header h = {0};
+	if (read_header(dir, &h, err, errlen))
+		return -1;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, SNAPSHOT_STATE);
+	uint8_t *state;
+	size_t len;
+	if (read_file(path, STATE_MAX, &state, &len, err, errlen))
+		return -1;
+	if (len != h.state_bytes || crc32_update(0, state, len) != h.state_crc) {
+		free(state);
+		return fail(err, errlen, "%s: size or checksum mismatch (the file is damaged)",
+			    path);
+	}
+	*st = malloc(sizeof(**st));
+	char why[200] = "out of memory";
+	if (!*st || snapshot_state_parse(state, len, *st, why, sizeof(why))) {
+		free(state);
+		free(*st);
+		*st = NULL;
+		return fail(err, errlen, "%s: %s", path, why);
+	}
+	free(state);
+	if ((*st)->config.memory_bytes != h.memory_bytes) {
+		free(*st);
+		*st = NULL;
+		return fail(err, errlen, "%s: memory size differs from the header", path);
+	}
+	if (open_memory(dir, &h, memory_fd, err, errlen)) {
+		free(*st);
+		*st = NULL;
+		return -1;
+	}
+	return 0;
+}

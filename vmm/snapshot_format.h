@@ -1,0 +1,74 @@
+/* The snapshot's machine state (state.bin, see README "Snapshots"): what a paused VM is made of,
+ * as records of KVM's own structures, and its strict parser (the file is hostile input). */
+#ifndef MINIVMM_SNAPSHOT_FORMAT_H
+#define MINIVMM_SNAPSHOT_FORMAT_H
+
+#include <linux/kvm.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "devices/serial.h"
+
+#define SNAPSHOT_STATE_MAGIC "MVMSTATE"
+/* More than any KVM's KVM_GET_MSR_INDEX_LIST has (about 100 on x86 today). */
+#define SNAPSHOT_MAX_MSRS 512
+
+/* Record tags (u32). Each record: tag, index (vCPU, or irqchip), payload length, payload. */
+enum snapshot_tag {
+	SNAP_CONFIG = 1,  /* struct snapshot_config; the first record */
+	SNAP_CLOCK = 2,	  /* struct kvm_clock_data */
+	SNAP_IRQCHIP = 3, /* struct kvm_irqchip, index = chip id (PIC master, slave, IOAPIC) */
+	SNAP_PIT = 4,	  /* struct kvm_pit_state2 */
+	SNAP_SERIAL = 5,  /* struct serial_state (COM1) */
+	SNAP_REGS = 16,	  /* per vCPU from here on: index = vCPU */
+	SNAP_SREGS = 17,
+	SNAP_XSAVE = 18, /* the 4 KiB legacy KVM_GET_XSAVE area */
+	SNAP_XCRS = 19,	 /* optional */
+	SNAP_MSRS = 20,	 /* n struct kvm_msr_entry, index and value */
+	SNAP_LAPIC = 21,
+	SNAP_EVENTS = 22,
+	SNAP_MP_STATE = 23,
+	SNAP_DEBUGREGS = 24,
+};
+
+/* The machine the state belongs to. */
+struct snapshot_config {
+	uint64_t memory_bytes;
+	uint32_t nr_cpus;
+	uint32_t nr_devices; /* virtio devices: 0 (this format version saves none) */
+};
+
+struct snapshot_vcpu {
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct kvm_xsave xsave;
+	struct kvm_xcrs xcrs;
+	bool has_xcrs;
+	struct kvm_lapic_state lapic;
+	struct kvm_vcpu_events events;
+	struct kvm_mp_state mp_state;
+	struct kvm_debugregs debugregs;
+	uint32_t nr_msrs;
+	struct kvm_msr_entry msrs[SNAPSHOT_MAX_MSRS];
+};
+
+struct snapshot_state {
+	struct snapshot_config config;
+	struct kvm_clock_data clock;
+	struct kvm_irqchip irqchip[3];
+	struct kvm_pit_state2 pit;
+	struct serial_state serial;
+	struct snapshot_vcpu vcpus[MAX_VCPUS]; /* config.nr_cpus of them */
+};
+
+/* Serialize st into a malloc'd buffer (*len bytes); NULL when out of memory. */
+uint8_t *snapshot_state_write(const struct snapshot_state *st, size_t *len);
+/* Parse buf strictly: the magic, the config first and in range, every record's length, index
+ * and tag known, none twice, every required one present. Returns 0, or -1 with a one-line
+ * reason in err (st is then undefined). */
+int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *st, char *err,
+			 size_t errlen);
+
+#endif
