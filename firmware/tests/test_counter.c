@@ -1,8 +1,9 @@
 /*
  * test=counter: for snapshot and restore. Fills 1 MiB of RAM with a pattern seeded from the TSC
  * (so each boot's differs) and starts the other CPUs, each counting in a loop. Then every
- * counter.ms (default 200) ms prints "probe: counter=K ap_ticks=T crc32=C": K counts up from 1,
- * T is what the APs counted, C the pattern's CRC-32. Fails if the CRC changes or, with APs, if
+ * counter.ms (default 200) ms prints "probe: counter=K ap_ticks=T crc32=C cs=S": K counts up from
+ * 1, T is what the APs counted, C the pattern's CRC-32, S the code selector (RPL 3: running
+ * natively on PVM). Fails if the CRC changes or, with APs, if
  * T stops growing; passes after counter.max lines (default: never). A restored guest carries on
  * from the K it was saved at with the same C, without a new banner.
  */
@@ -68,7 +69,8 @@ const char *test_counter(void)
 		for (unsigned s = 1; s < res.online; s++)
 			ticks += ap_ticks[s];
 		uint32_t now = crc32(pattern, PATTERN_BYTES);
-		kprintf("probe: counter=%lu ap_ticks=%lu crc32=%08x\n", k, ticks, now);
+		kprintf("probe: counter=%lu ap_ticks=%lu crc32=%08x cs=0x%02x\n", k, ticks, now,
+			read_cs());
 		if (now != crc)
 			return "RAM checksum changed";
 		if (res.online > 1 && ticks <= last_ticks)

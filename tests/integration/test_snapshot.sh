@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Snapshot and restore (issue 21, milestone 1): the probe counting on 2 vCPUs (test=counter) is
+# saved through the control socket (and left paused), killed, and restored twice from the same
+# snapshot, once --paused and resumed; each restored guest carries on exactly where the original
+# stopped (every counter value once across the two consoles, one RAM checksum, no second boot)
+# and passes. On a PVM host the restored vCPUs still run natively (cs RPL 3, the APs' count rate).
+# Refusals, each one line and exit status 2: a missing directory, a directory that is not a
+# snapshot, another format version, a flipped byte in the state, a truncated memory file;
+# machine flags with --restore. A snapshot with a virtio device is refused by the socket.
+source "$(dirname "$0")/lib.sh"
+need_kvm
+
+MAX=25
+sock=$TEST_TMP/vm.sock
+snap=$TEST_TMP/snap
+
+# counters NAME...: the counter values on those consoles, in order, one line.
+counters() { cat "${@/#/$TEST_TMP/}" | tr -d '\r' | sed -n 's/^probe: counter=\([0-9]*\) .*/\1/p' | xargs; }
+
+run_vmm_bg orig --kernel "$FW/probe.bzImage" --cpus 2 --memory 64M --api-sock "$sock" \
+	--cmdline "test=counter counter.ms=200 counter.max=$MAX"
+orig_pid=$VMM_PID
+wait_line orig out '^probe: counter=3 '
+out=$("$MINIVMM" ctl --sock "$sock" snapshot "$snap") || fail "snapshot: $out"
+out=$("$MINIVMM" ctl --sock "$sock" status)
+grep -q '"state":"paused"' <<<"$out" || fail "not paused after the snapshot: $out"
+sleep 0.5 # a paused guest prints nothing more
+before=$(counters orig.out)
+kill -9 "$orig_pid"
+wait "$orig_pid" 2>/dev/null
+[ "$(counters orig.out)" = "$before" ] || fail "the guest ran on after the snapshot"
+for f in snapshot.json state.bin memory; do [ -f "$snap/$f" ] || fail "no $f in the snapshot"; done
+[ "$(stat -c %s "$snap/memory")" = $((64 << 20)) ] || fail "memory file is not 64 MiB"
+echo "snapshot of 64 MiB RAM: $(du -k "$snap/memory" | cut -f1) KiB on disk, saved at counter ${before##* }"
+
+# check_restored NAME: the original then NAME count 1..MAX once each with one checksum.
+check_restored() {
+	expect_probe_pass "$1"
+	grep -q 'minivmm probe v1' "$TEST_TMP/$1.out" && fail "$1: the restored guest booted again"
+	[ "$(counters orig.out "$1.out")" = "$(seq -s ' ' 1 $MAX)" ] ||
+		fail "$1: counters '$(counters orig.out "$1.out")', expected 1 to $MAX once each"
+	[ "$(cat "$TEST_TMP/orig.out" "$TEST_TMP/$1.out" | grep -o 'crc32=[0-9a-f]*' | sort -u | wc -l)" = 1 ] ||
+		fail "$1: the RAM checksum changed across the restore"
+	if grep -q '^probe: mode=native-pvm' "$TEST_TMP/orig.out"; then
+		# Registered VIF pages are vCPU state: the restored vCPUs still run natively.
+		grep '^probe: counter=' "$TEST_TMP/$1.out" | grep -vq 'cs=0x.[37bf]' &&
+			fail "$1: the restored BSP left native mode (cs RPL 0)"
+		# The APs count at native speed after the restore too (emulated is ~1000x slower).
+		local rate_before rate_after
+		rate_before=$(grep -o 'ap_ticks=[0-9]*' "$TEST_TMP/orig.out" | tail -n 2 | cut -d= -f2 | xargs | awk '{print $2 - $1}')
+		rate_after=$(grep -o 'ap_ticks=[0-9]*' "$TEST_TMP/$1.out" | tail -n 2 | cut -d= -f2 | xargs | awk '{print $2 - $1}')
+		[ "$rate_after" -ge $((rate_before / 20)) ] ||
+			fail "$1: the APs count $rate_after per line after the restore, $rate_before before"
+	fi
+}
+
+run_vmm r1 120 --restore "$snap"
+check_restored r1
+expect_line r1 err '^minivmm: restored .* \(64 MiB, 2 vCPUs\) in [0-9.]+ ms$'
+grep '^minivmm: restored' "$TEST_TMP/r1.err"
+
+# The same snapshot again, paused until the socket resumes it.
+run_vmm_bg r2 --restore "$snap" --paused --api-sock "$sock"
+wait_line r2 err '^minivmm: restored .*; paused$'
+out=$("$MINIVMM" ctl --sock "$sock" status)
+grep -q '"state":"paused"' <<<"$out" || fail "--paused: not paused: $out"
+sleep 0.5
+[ -s "$TEST_TMP/r2.out" ] && fail "--paused: the guest ran before resume"
+"$MINIVMM" ctl --sock "$sock" resume >/dev/null || fail "resume"
+wait_vmm r2 120
+check_restored r2
+
+# bad NAME PATTERN ARGS...: refused with one line naming PATTERN and exit status 2.
+bad() {
+	local name=$1 pattern=$2
+	shift 2
+	run_vmm "$name" 30 "$@"
+	expect_status "$name" 2
+	[ "$(wc -l <"$TEST_TMP/$name.err")" = 1 ] || fail "$name: not one line: $(cat "$TEST_TMP/$name.err")"
+	expect_line "$name" err "^minivmm: error: .*$pattern"
+}
+mkdir "$TEST_TMP/empty"
+bad missing 'No such file or directory' --restore "$TEST_TMP/nothing"
+bad not-snapshot 'is not a minivmm snapshot' --restore "$TEST_TMP/empty"
+cp -r "$snap" "$TEST_TMP/v2" && sed -i 's/"version":1/"version":2/' "$TEST_TMP/v2/snapshot.json"
+bad version 'snapshot format version 2, this minivmm reads version 1' --restore "$TEST_TMP/v2"
+cp -r "$snap" "$TEST_TMP/flip" && printf '\377' | dd of="$TEST_TMP/flip/state.bin" bs=1 seek=300 conv=notrunc 2>/dev/null
+bad flipped 'checksum mismatch' --restore "$TEST_TMP/flip"
+cp -r "$snap" "$TEST_TMP/short" && truncate -s 32M "$TEST_TMP/short/memory"
+bad truncated 'truncated' --restore "$TEST_TMP/short"
+bad machine-flag '--cpus cannot be used with --restore' --restore "$snap" --cpus 2
+bad paused-alone '--paused is for --restore only' --kernel "$FW/probe.elf" --paused
+
+# A device this version cannot save: the socket refuses, the VM runs on.
+run_vmm_bg dev --kernel "$FW/probe.elf" --rng,transport=mmio --api-sock "$TEST_TMP/dev.sock" \
+	--cmdline "test=counter counter.ms=100"
+wait_line dev out '^probe: counter=1 '
+rc=0; out=$("$MINIVMM" ctl --sock "$TEST_TMP/dev.sock" snapshot "$TEST_TMP/dev-snap") || rc=$?
+[ $rc = 1 ] && grep -q '"error":"snapshot: --rng devices cannot be saved yet' <<<"$out" ||
+	fail "snapshot with an rng: rc $rc, $out"
+[ -e "$TEST_TMP/dev-snap" ] && fail "a refused snapshot left a directory"
+n=$(counters dev.out | wc -w)
+wait_line dev out "^probe: counter=$((n + 2)) "
+"$MINIVMM" ctl --sock "$TEST_TMP/dev.sock" shutdown >/dev/null
+wait_vmm dev 30
+echo "PASS"
