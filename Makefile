@@ -89,6 +89,8 @@ FUZZ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -O1 -g -D_GNU_SOURCE -I. -fno-o
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_virtqueue_SRCS := devices/virtio/virtqueue.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c
 FUZZ_json_SRCS := vmm/json.c
+FUZZ_snapshot_state_SRCS := vmm/snapshot_format.c
+FUZZ_snapshot_state_CFLAGS := -Wno-gnu-variable-sized-type-not-at-end
 FUZZ_virtio_mmio_SRCS := devices/virtio/mmio.c devices/virtio/virtio.c devices/virtio/virtqueue.c \
 	devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c vmm/base/event_loop.c vmm/base/log.c vmm/options.c
 FUZZ_virtio_pci_SRCS := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
@@ -129,6 +131,7 @@ FUZZ_api_SRCS := $(FUZZ_LIB_SRCS)
 FUZZ_api_LIBS := $(LDLIBS)
 FUZZ_api_CFLAGS := $(FUZZ_LIB_CFLAGS)
 FUZZ_api_FLAGS := -max_len=16384
+FUZZ_snapshot_state_FLAGS := -max_len=32768
 
 .SECONDEXPANSION:
 .PRECIOUS: $(FUZZ_BUILD)/fuzz_%
