@@ -230,7 +230,8 @@ static int parse_device(const struct device_kind_desc *kind, const char *arg, st
 	if (options_split(arg, what, &opts, err, errlen))
 		return -1;
 	struct device_config *d = &cfg->devices[cfg->nr_devices];
-	*d = (struct device_config){.kind = kind, .transport = TRANSPORT_PCI};
+	*d = (struct device_config){
+	    .kind = kind, .transport = TRANSPORT_PCI, .spec = arg ? arg : ""};
 	/* Pass on everything but transport=, in the order given. */
 	int kept = 0;
 	for (int i = 0; i < opts.n; i++) {
@@ -256,6 +257,15 @@ static int parse_device(const struct device_kind_desc *kind, const char *arg, st
 		return -1;
 	cfg->nr_devices++;
 	return 0;
+}
+
+int cli_add_device(struct vm_config *cfg, const char *flag, const char *spec, char *err,
+		   size_t errlen)
+{
+	for (int k = 0; device_kinds[k]; k++)
+		if (!strcmp(device_kinds[k]->flag, flag))
+			return parse_device(device_kinds[k], spec, cfg, err, errlen);
+	return fail(err, errlen, "unknown device kind '%s'", flag);
 }
 
 void cli_usage(void)

@@ -22,6 +22,9 @@ enum cli_result { CLI_RUN, CLI_EXIT_OK, CLI_ERROR };
 /* Parse argv into cfg. CLI_EXIT_OK after --help/--version (already printed). */
 enum cli_result cli_parse(int argc, char **argv, struct vm_config *cfg, char *err, size_t errlen);
 void cli_usage(void);
+/* Add a device as "--FLAG SPEC" would (a restore's devices). 0, or -1 with err. */
+int cli_add_device(struct vm_config *cfg, const char *flag, const char *spec, char *err,
+		   size_t errlen);
 /* Free what cli_parse allocated (the devices' parsed options). */
 void cli_free_config(struct vm_config *cfg);
 

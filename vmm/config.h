@@ -22,7 +22,8 @@ struct device_kind_desc;
 struct device_config {
 	const struct device_kind_desc *kind;
 	enum virtio_transport_kind transport;
-	void *parsed; /* the device's own options, from kind->parse */
+	void *parsed;	  /* the device's own options, from kind->parse */
+	const char *spec; /* the options as given ("transport=mmio"), for a snapshot */
 };
 
 #define JAIL_DIR_MAX 256

@@ -6,10 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
+#include "cli.h"
 #include "device_registry.h"
 #include "snapshot_files.h"
 #include "vcpu.h"
+#include "virtio_devices.h"
 #include "vmm/base/log.h"
 
 #define PAUSE_WAIT_MS 1000
@@ -82,6 +85,35 @@ static int capture_vcpu(struct vcpu *vc, const uint32_t *msr_idx, uint32_t nr_ms
 	return capture_msrs(fd, msr_idx, nr_msr_idx, v);
 }
 
+/* Device kinds whose state this version saves (their models hold none of their own). */
+static bool kind_supported(const struct device_kind_desc *kind)
+{
+	return !strcmp(kind->flag, "rng");
+}
+
+static int capture_devices(struct vm *vm, struct snapshot_state *st, char *err, size_t errlen)
+{
+	const struct virtio_devices *devs = vm->virtio;
+	st->config.nr_devices = devs ? (uint32_t)devs->nr : 0;
+	for (uint32_t i = 0; i < st->config.nr_devices; i++) {
+		struct virtio_slot *slot = (struct virtio_slot *)&devs->slots[i];
+		struct snapshot_device *d = &st->devices[i];
+		const char *flag = slot->cfg->kind->flag,
+			   *spec = slot->cfg->spec ? slot->cfg->spec : "";
+		if (strlen(flag) >= sizeof(d->flag) || strlen(spec) >= sizeof(d->spec))
+			return fail(err, errlen, "snapshot: --%s options too long to save", flag);
+		memcpy(d->flag, flag, strlen(flag) + 1);
+		memcpy(d->spec, spec, strlen(spec) + 1);
+		d->transport = slot->cfg->transport;
+		virtio_dev_save(&slot->dev, &d->dev);
+		if (slot->cfg->transport == TRANSPORT_MMIO)
+			virtio_mmio_save(&slot->mmio, &d->mmio);
+		else
+			virtio_pci_save(slot->pci, &d->pci);
+	}
+	return 0;
+}
+
 static int capture(struct vm *vm, struct snapshot_state *st, char *err, size_t errlen)
 {
 	st->config = (struct snapshot_config){.memory_bytes = vm->mem.ram_size,
@@ -102,6 +134,8 @@ static int capture(struct vm *vm, struct snapshot_state *st, char *err, size_t e
 			return -1;
 	if (vm->serial)
 		serial_save(vm->serial, &st->serial);
+	if (capture_devices(vm, st, err, errlen))
+		return -1;
 	/* Last: the clock stands still from here until the restore sets it. */
 	if (ioctl(vm->vm_fd, KVM_GET_CLOCK, &st->clock) < 0)
 		return fail(err, errlen, "KVM_GET_CLOCK: %s", strerror(errno));
@@ -111,11 +145,13 @@ static int capture(struct vm *vm, struct snapshot_state *st, char *err, size_t e
 int snapshot_save(struct vm *vm, const char *dir, char *err, size_t errlen)
 {
 	/* Devices whose state is not saved yet would come back broken: refuse before pausing. */
-	if (vm->cfg->nr_devices)
-		return fail(err, errlen,
-			    "snapshot: --%s devices cannot be saved yet (this version saves the "
-			    "vCPUs, memory, irqchip and serial console only)",
-			    vm->cfg->devices[0].kind->flag);
+	for (int i = 0; i < vm->cfg->nr_devices; i++)
+		if (!kind_supported(vm->cfg->devices[i].kind))
+			return fail(
+			    err, errlen,
+			    "snapshot: --%s devices cannot be saved yet (this version saves "
+			    "the vCPUs, memory, irqchip, serial console and --rng devices)",
+			    vm->cfg->devices[i].kind->flag);
 	int n = vcpus_pause(vm, PAUSE_WAIT_MS);
 	if (n < vm->nr_vcpus)
 		return fail(err, errlen, "snapshot: only %d of %d vCPUs paused in time", n,
@@ -175,8 +211,22 @@ static int apply_vcpu(struct vcpu *vc, const struct snapshot_vcpu *v, char *err,
 
 int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, size_t errlen)
 {
-	if ((int)st->config.nr_cpus != vm->nr_vcpus || st->config.memory_bytes != vm->mem.ram_size)
+	int nr_devs = vm->virtio ? vm->virtio->nr : 0;
+	if ((int)st->config.nr_cpus != vm->nr_vcpus ||
+	    st->config.memory_bytes != vm->mem.ram_size || (int)st->config.nr_devices != nr_devs)
 		return fail(err, errlen, "the VM does not match the snapshot's configuration");
+	/* The devices first: replaying their set-up may drive INTx lines, which the saved
+	 * irqchip state then overrides. */
+	for (int i = 0; i < nr_devs; i++) {
+		struct virtio_slot *slot = &vm->virtio->slots[i];
+		const struct snapshot_device *d = &st->devices[i];
+		if (slot->cfg->transport != (enum virtio_transport_kind)d->transport)
+			return fail(err, errlen, "device %d: the transport differs", i);
+		if (slot->cfg->transport == TRANSPORT_MMIO)
+			virtio_mmio_restore(&slot->mmio, &d->dev, &d->mmio);
+		else
+			virtio_pci_restore(slot->pci, &d->dev, &d->pci);
+	}
 	for (int c = 0; c < 3; c++) {
 		struct kvm_irqchip chip = st->irqchip[c];
 		chip.chip_id = (uint32_t)c;
@@ -206,5 +256,17 @@ struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
 	}
 	cfg->memory_bytes = st->config.memory_bytes;
 	cfg->nr_cpus = (int)st->config.nr_cpus;
+	/* The devices as the command line gave them, in the same order: same windows, slots. */
+	for (uint32_t i = 0; i < st->config.nr_devices; i++) {
+		const struct snapshot_device *d = &st->devices[i];
+		if (cli_add_device(cfg, d->flag, d->spec, err, sizeof(err)) ||
+		    cfg->devices[i].transport != (enum virtio_transport_kind)d->transport) {
+			log_error("cannot restore: device %u (--%s %s): %s", i, d->flag, d->spec,
+				  cfg->nr_devices > (int)i ? "transport differs" : err);
+			close(cfg->memory_fd);
+			free(st);
+			return NULL;
+		}
+	}
 	return st;
 }

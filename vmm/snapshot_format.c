@@ -56,6 +56,8 @@ uint8_t *snapshot_state_write(const struct snapshot_state *st, size_t *len)
 		record(&w, SNAP_IRQCHIP, i, &st->irqchip[i], sizeof(st->irqchip[i]));
 	record(&w, SNAP_PIT, 0, &st->pit, sizeof(st->pit));
 	record(&w, SNAP_SERIAL, 0, &st->serial, sizeof(st->serial));
+	for (uint32_t i = 0; i < st->config.nr_devices && i < MAX_DEVICES; i++)
+		record(&w, SNAP_DEVICE, i, &st->devices[i], sizeof(st->devices[i]));
 	for (uint32_t i = 0; i < st->config.nr_cpus && i < MAX_VCPUS; i++) {
 		const struct snapshot_vcpu *v = &st->vcpus[i];
 		record(&w, SNAP_REGS, i, &v->regs, sizeof(v->regs));
@@ -104,6 +106,8 @@ static void *target(struct snapshot_state *st, uint32_t tag, uint32_t index, siz
 		T(st->pit);
 	case SNAP_SERIAL:
 		T(st->serial);
+	case SNAP_DEVICE:
+		T(st->devices[index < MAX_DEVICES ? index : 0]);
 	case SNAP_REGS:
 		T(v->regs);
 	case SNAP_SREGS:
@@ -136,9 +140,9 @@ static int check_config(const struct snapshot_config *c, char *err, size_t errle
 			    (unsigned long long)c->memory_bytes);
 	if (c->nr_cpus < 1 || c->nr_cpus > MAX_VCPUS)
 		return fail(err, errlen, "%u vCPUs (expected 1 to %d)", c->nr_cpus, MAX_VCPUS);
-	if (c->nr_devices)
-		return fail(err, errlen, "%u virtio devices (this version saves none)",
-			    c->nr_devices);
+	if (c->nr_devices > MAX_DEVICES)
+		return fail(err, errlen, "%u virtio devices (at most %d)", c->nr_devices,
+			    MAX_DEVICES);
 	return 0;
 }
 
@@ -149,7 +153,8 @@ int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *
 	if (len < MAGIC_LEN || memcmp(buf, SNAPSHOT_STATE_MAGIC, MAGIC_LEN))
 		return fail(err, errlen, "not a minivmm state file (bad magic)");
 	/* Which records were seen: globals by tag, per-vCPU ones by (vCPU, tag). */
-	bool seen_global[8] = {false}, seen_chip[NR_CHIPS] = {false};
+	bool seen_global[8] = {false}, seen_chip[NR_CHIPS] = {false},
+	     seen_dev[MAX_DEVICES] = {false};
 	static _Thread_local bool seen_vcpu[MAX_VCPUS][NR_VCPU_TAGS];
 	memset(seen_vcpu, 0, sizeof(seen_vcpu));
 	size_t off = MAGIC_LEN;
@@ -186,6 +191,11 @@ int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *
 				return fail(err, errlen, "record %u for vCPU %u of %u", tag, index,
 					    st->config.nr_cpus);
 			seen = &seen_vcpu[index][tag - SNAP_REGS];
+		} else if (tag == SNAP_DEVICE) {
+			if (index >= st->config.nr_devices)
+				return fail(err, errlen, "device %u of %u", index,
+					    st->config.nr_devices);
+			seen = &seen_dev[index];
 		} else if (tag == SNAP_IRQCHIP) {
 			if (index >= NR_CHIPS)
 				return fail(err, errlen, "irqchip %u (expected 0 to 2)", index);
@@ -226,6 +236,14 @@ int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *
 	for (int i = 0; i < NR_CHIPS; i++)
 		if (!seen_chip[i])
 			return fail(err, errlen, "irqchip %d is missing", i);
+	for (uint32_t i = 0; i < st->config.nr_devices; i++) {
+		const struct snapshot_device *d = &st->devices[i];
+		if (!seen_dev[i])
+			return fail(err, errlen, "device %u is missing", i);
+		if (!memchr(d->flag, 0, sizeof(d->flag)) || !memchr(d->spec, 0, sizeof(d->spec)) ||
+		    d->transport > TRANSPORT_MMIO)
+			return fail(err, errlen, "device %u: bad kind, options or transport", i);
+	}
 	for (uint32_t v = 0; v < st->config.nr_cpus; v++)
 		for (size_t i = 0; i < sizeof(vcpu_required) / sizeof(vcpu_required[0]); i++)
 			if (!seen_vcpu[v][vcpu_required[i] - SNAP_REGS])

@@ -10,6 +10,9 @@
 
 #include "config.h"
 #include "devices/serial.h"
+#include "devices/virtio/mmio.h"
+#include "devices/virtio/pci.h"
+#include "devices/virtio/virtio.h"
 
 #define SNAPSHOT_STATE_MAGIC "MVMSTATE"
 /* More than any KVM's KVM_GET_MSR_INDEX_LIST has (about 100 on x86 today). */
@@ -22,6 +25,7 @@ enum snapshot_tag {
 	SNAP_IRQCHIP = 3, /* struct kvm_irqchip, index = chip id (PIC master, slave, IOAPIC) */
 	SNAP_PIT = 4,	  /* struct kvm_pit_state2 */
 	SNAP_SERIAL = 5,  /* struct serial_state (COM1) */
+	SNAP_DEVICE = 6,  /* struct snapshot_device, index = device (command-line order) */
 	SNAP_REGS = 16,	  /* per vCPU from here on: index = vCPU */
 	SNAP_SREGS = 17,
 	SNAP_XSAVE = 18, /* the 4 KiB legacy KVM_GET_XSAVE area */
@@ -37,7 +41,21 @@ enum snapshot_tag {
 struct snapshot_config {
 	uint64_t memory_bytes;
 	uint32_t nr_cpus;
-	uint32_t nr_devices; /* virtio devices: 0 (this format version saves none) */
+	uint32_t nr_devices; /* virtio devices, each a SNAP_DEVICE record */
+};
+
+#define SNAPSHOT_FLAG_MAX 16
+#define SNAPSHOT_SPEC_MAX 1024
+
+/* One virtio device: how to create it again, and its state. */
+struct snapshot_device {
+	char flag[SNAPSHOT_FLAG_MAX]; /* "rng": the command-line flag, NUL-terminated */
+	char spec[SNAPSHOT_SPEC_MAX]; /* its options as given, NUL-terminated */
+	uint32_t transport;	      /* enum virtio_transport_kind */
+	uint32_t pad;
+	struct virtio_dev_state dev;
+	struct virtio_mmio_state mmio; /* TRANSPORT_MMIO */
+	struct virtio_pci_state pci;   /* TRANSPORT_PCI */
 };
 
 struct snapshot_vcpu {
@@ -60,7 +78,8 @@ struct snapshot_state {
 	struct kvm_irqchip irqchip[3];
 	struct kvm_pit_state2 pit;
 	struct serial_state serial;
-	struct snapshot_vcpu vcpus[MAX_VCPUS]; /* config.nr_cpus of them */
+	struct snapshot_device devices[MAX_DEVICES]; /* config.nr_devices of them */
+	struct snapshot_vcpu vcpus[MAX_VCPUS];	     /* config.nr_cpus of them */
 };
 
 /* Serialize st into a malloc'd buffer (*len bytes); NULL when out of memory. */

@@ -270,3 +270,56 @@ void virtio_mmio_cmdline_entry(const struct virtio_mmio *t, char *buf, size_t le
 	snprintf(buf, len, "virtio_mmio.device=%lluK@0x%llx:%d",
 		 (unsigned long long)(VIRTIO_MMIO_SIZE >> 10), (unsigned long long)t->base, t->irq);
 }
+
+void virtio_mmio_save(struct virtio_mmio *t, struct virtio_mmio_state *out)
+{
+	*out = (struct virtio_mmio_state){
+	    .device_features_sel = __atomic_load_n(&t->device_features_sel, __ATOMIC_RELAXED),
+	    .driver_features_sel = __atomic_load_n(&t->driver_features_sel, __ATOMIC_RELAXED),
+	    .queue_sel = __atomic_load_n(&t->queue_sel, __ATOMIC_RELAXED),
+	    .interrupt_status = __atomic_load_n(&t->interrupt_status, __ATOMIC_SEQ_CST)};
+}
+
+static void replay(struct virtio_mmio *t, uint64_t reg, uint32_t v)
+{
+	uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+	virtio_mmio_io(t, reg, b, 4, true);
+}
+
+void virtio_mmio_restore(struct virtio_mmio *t, const struct virtio_dev_state *dev,
+			 const struct virtio_mmio_state *in)
+{
+	for (uint32_t sel = 0; sel < 2; sel++) {
+		replay(t, REG_DRIVER_FEAT_SEL, sel);
+		replay(t, REG_DRIVER_FEATURES, (uint32_t)(dev->driver_features >> (32 * sel)));
+	}
+	/* The driver's order: ACKNOWLEDGE, DRIVER, FEATURES_OK, the queues, DRIVER_OK. */
+	uint8_t want = dev->status & (uint8_t)~VIRTIO_STATUS_DEVICE_NEEDS_RESET, st = 0;
+	static const uint8_t steps[] = {VIRTIO_STATUS_ACKNOWLEDGE, VIRTIO_STATUS_DRIVER,
+					VIRTIO_STATUS_FEATURES_OK};
+	for (size_t i = 0; i < sizeof(steps); i++)
+		if (want & steps[i])
+			replay(t, REG_STATUS, st |= steps[i]);
+	for (int q = 0; q < t->dev->nr_queues; q++) {
+		const struct virtio_queue_state *vq = &dev->q[q];
+		if (!vq->ready)
+			continue;
+		replay(t, REG_QUEUE_SEL, (uint32_t)q);
+		replay(t, REG_QUEUE_NUM, vq->size);
+		replay(t, REG_QUEUE_DESC_LOW, (uint32_t)vq->desc);
+		replay(t, REG_QUEUE_DESC_HIGH, (uint32_t)(vq->desc >> 32));
+		replay(t, REG_QUEUE_DRIVER_LOW, (uint32_t)vq->avail);
+		replay(t, REG_QUEUE_DRIVER_HIGH, (uint32_t)(vq->avail >> 32));
+		replay(t, REG_QUEUE_DEVICE_LOW, (uint32_t)vq->used);
+		replay(t, REG_QUEUE_DEVICE_HIGH, (uint32_t)(vq->used >> 32));
+		replay(t, REG_QUEUE_READY, 1);
+	}
+	if (want != st)
+		replay(t, REG_STATUS, want);
+	virtio_dev_restore_rings(t->dev, dev);
+	__atomic_store_n(&t->device_features_sel, in->device_features_sel, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->driver_features_sel, in->driver_features_sel, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->queue_sel, in->queue_sel, __ATOMIC_RELAXED);
+	/* A raised interrupt is already in the saved irqchip; the driver acks it here. */
+	__atomic_store_n(&t->interrupt_status, in->interrupt_status & 3, __ATOMIC_SEQ_CST);
+}

@@ -32,6 +32,17 @@ int virtio_mmio_attach(struct virtio_mmio *t, const struct virtio_transport_host
 void virtio_mmio_detach(struct virtio_mmio *t);
 /* Register access (offset within the window); exposed for unit tests. */
 void virtio_mmio_io(void *opaque, uint64_t offset, uint8_t *data, uint32_t len, bool is_write);
+/* The transport's own state, for a snapshot. */
+struct virtio_mmio_state {
+	uint32_t device_features_sel, driver_features_sel, queue_sel, interrupt_status;
+};
+
+void virtio_mmio_save(struct virtio_mmio *t, struct virtio_mmio_state *out);
+/* Bring a freshly attached device to the saved state: the driver's set-up replayed through the
+ * registers (features, queues, status), then the rings' indices and the interrupt status. */
+void virtio_mmio_restore(struct virtio_mmio *t, const struct virtio_dev_state *dev,
+			 const struct virtio_mmio_state *in);
+
 /* The Linux command-line entry that announces this device, e.g. "virtio_mmio.device=4K@0x...:5". */
 void virtio_mmio_cmdline_entry(const struct virtio_mmio *t, char *buf, size_t len);
 

@@ -698,3 +698,107 @@ void virtio_pci_destroy(struct virtio_pci *vp)
 	virtio_pci_cleanup(vp);
 	free(vp);
 }
+
+void virtio_pci_save(struct virtio_pci *vp, struct virtio_pci_state *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct pci_bus *bus = vp->pci.bus;
+	if (bus)
+		pthread_mutex_lock(&bus->lock);
+	memcpy(out->cfg, vp->pci.cfg, PCI_CFG_SIZE);
+	if (bus)
+		pthread_mutex_unlock(&bus->lock);
+	pthread_mutex_lock(&vp->lock);
+	for (int i = 0; i < vp->nr_vectors; i++) {
+		const struct virtio_pci_vector *v = &vp->vec[i];
+		out->msix[i][0] = v->addr_lo;
+		out->msix[i][1] = v->addr_hi;
+		out->msix[i][2] = v->data;
+		out->msix[i][3] = v->ctrl;
+		out->pending[i] = v->pending;
+	}
+	out->isr = vp->isr;
+	out->intx_level = vp->intx_level;
+	out->dfselect = vp->dfselect;
+	out->gfselect = vp->gfselect;
+	out->queue_select = vp->queue_select;
+	out->config_vector = vp->config_vector;
+	memcpy(out->queue_vector, vp->queue_vector, sizeof(out->queue_vector));
+	pthread_mutex_unlock(&vp->lock);
+}
+
+/* A configuration-space write as the guest makes it (ECAM, bus 0). */
+static void replay_cfg(struct virtio_pci *vp, uint32_t reg, const uint8_t *saved, uint32_t len)
+{
+	uint8_t b[4];
+	memcpy(b, saved + reg, len);
+	pci_bus_ecam_io(vp->pci.bus, ((uint64_t)vp->pci.slot << 15) | reg, b, len, true);
+}
+
+static void replay_bar(struct virtio_pci *vp, uint64_t off, uint64_t v, uint32_t len)
+{
+	uint8_t b[8];
+	put_le(b, len, v);
+	bar_access(&vp->pci, VIRTIO_PCI_BAR, off, b, len, true);
+}
+
+static void replay_common(struct virtio_pci *vp, uint32_t field, uint64_t v, uint32_t len)
+{
+	replay_bar(vp, VIRTIO_PCI_COMMON_OFF + field, v, len);
+}
+
+void virtio_pci_restore(struct virtio_pci *vp, const struct virtio_dev_state *dev,
+			const struct virtio_pci_state *in)
+{
+	const uint8_t *cfg = in->cfg;
+	if (vp->pci.bus) {
+		for (uint32_t reg = PCI_BAR0; reg < PCI_BAR0 + 4 * PCI_NR_BARS; reg += 4)
+			replay_cfg(vp, reg, cfg, 4);
+		replay_cfg(vp, PCI_INTERRUPT_LINE, cfg, 1);
+		if (vp->cfg_cap) /* the window's bar, offset and length, not its data */
+			for (uint32_t reg = vp->cfg_cap + 4; reg < vp->cfg_cap + 16u; reg += 4)
+				replay_cfg(vp, reg, cfg, 4);
+		replay_cfg(vp, vp->msix_cap + PCI_MSIX_FLAGS, cfg, 2);
+		replay_cfg(vp, PCI_COMMAND, cfg, 2); /* last: decoding starts on set BARs */
+	}
+	for (int i = 0; i < vp->nr_vectors; i++)
+		for (uint32_t w = 0; w < 4; w++)
+			replay_bar(
+			    vp, VIRTIO_PCI_MSIX_TABLE + (uint64_t)i * PCI_MSIX_ENTRY_SIZE + 4 * w,
+			    in->msix[i][w], 4);
+	for (uint32_t sel = 0; sel < 2; sel++) {
+		replay_common(vp, VIRTIO_PCI_COMMON_GFSELECT, sel, 4);
+		replay_common(vp, VIRTIO_PCI_COMMON_GF, dev->driver_features >> (32 * sel), 4);
+	}
+	uint8_t want = dev->status & (uint8_t)~VIRTIO_STATUS_DEVICE_NEEDS_RESET, st = 0;
+	static const uint8_t steps[] = {VIRTIO_STATUS_ACKNOWLEDGE, VIRTIO_STATUS_DRIVER,
+					VIRTIO_STATUS_FEATURES_OK};
+	for (size_t i = 0; i < sizeof(steps); i++)
+		if (want & steps[i])
+			replay_common(vp, VIRTIO_PCI_COMMON_STATUS, st |= steps[i], 1);
+	for (int q = 0; q < vp->dev->nr_queues; q++) {
+		const struct virtio_queue_state *vq = &dev->q[q];
+		replay_common(vp, VIRTIO_PCI_COMMON_Q_SELECT, (uint64_t)q, 2);
+		replay_common(vp, VIRTIO_PCI_COMMON_Q_MSIX, in->queue_vector[q], 2);
+		if (!vq->ready)
+			continue;
+		replay_common(vp, VIRTIO_PCI_COMMON_Q_SIZE, vq->size, 2);
+		replay_common(vp, VIRTIO_PCI_COMMON_Q_DESC, vq->desc, 8);
+		replay_common(vp, VIRTIO_PCI_COMMON_Q_DRIVER, vq->avail, 8);
+		replay_common(vp, VIRTIO_PCI_COMMON_Q_DEVICE, vq->used, 8);
+		replay_common(vp, VIRTIO_PCI_COMMON_Q_ENABLE, 1, 2);
+	}
+	replay_common(vp, VIRTIO_PCI_COMMON_MSIX, in->config_vector, 2);
+	if (want != st)
+		replay_common(vp, VIRTIO_PCI_COMMON_STATUS, want, 1);
+	virtio_dev_restore_rings(vp->dev, dev);
+	pthread_mutex_lock(&vp->lock);
+	vp->dfselect = in->dfselect;
+	vp->gfselect = in->gfselect;
+	vp->queue_select = in->queue_select;
+	vp->isr = in->isr & (VIRTIO_PCI_ISR_QUEUE | VIRTIO_PCI_ISR_CONFIG);
+	for (int i = 0; i < vp->nr_vectors; i++)
+		vp->vec[i].pending = in->pending[i] & 1;
+	update_intx(vp); /* the level follows the ISR, as the guest left it */
+	pthread_mutex_unlock(&vp->lock);
+}

@@ -110,6 +110,25 @@ struct virtio_pci *virtio_pci_create(const struct virtio_transport_host *host, s
 				     struct virtio_dev *dev, char *err, size_t errlen);
 void virtio_pci_destroy(struct virtio_pci *vp);
 
+/* The transport's own state, for a snapshot: configuration space, the MSI-X table and pending
+ * bits, the common configuration's selectors and vectors, ISR and INTx. */
+struct virtio_pci_state {
+	uint8_t cfg[PCI_CFG_SIZE];
+	uint32_t msix[VIRTIO_PCI_MAX_VECTORS][4]; /* addr_lo, addr_hi, data, ctrl */
+	uint8_t pending[VIRTIO_PCI_MAX_VECTORS];
+	uint8_t isr, intx_level, pad[5];
+	uint32_t dfselect, gfselect;
+	uint16_t queue_select, config_vector;
+	uint16_t queue_vector[VIRTIO_MAX_QUEUES];
+};
+
+void virtio_pci_save(struct virtio_pci *vp, struct virtio_pci_state *out);
+/* Bring a freshly created device (on its bus, same slot) to the saved state by replaying the
+ * driver's writes: BARs, MSI-X control and command through configuration space, the MSI-X table
+ * and the common configuration through BAR 0; then the rings' indices, ISR and pending bits. */
+void virtio_pci_restore(struct virtio_pci *vp, const struct virtio_dev_state *dev,
+			const struct virtio_pci_state *in);
+
 /* The INTx GSI once the device is on a bus (slot known). */
 int virtio_pci_intx_gsi(const struct virtio_pci *vp);
 

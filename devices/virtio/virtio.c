@@ -323,3 +323,47 @@ void virtio_kick_close(struct virtio_kick *k, struct event_loop *loop)
 		close(k->fd);
 	k->fd = -1;
 }
+
+void virtio_dev_save(struct virtio_dev *dev, struct virtio_dev_state *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&dev->lock);
+	out->driver_features = dev->driver_features;
+	out->config_generation = dev->config_generation;
+	out->status = dev->status;
+	out->broken = dev->broken;
+	for (int q = 0; q < dev->nr_queues; q++) {
+		const struct virtqueue *vq = &dev->vqs[q];
+		out->q[q] =
+		    (struct virtio_queue_state){.desc = vq->desc_gpa,
+						.avail = vq->avail_gpa,
+						.used = vq->used_gpa,
+						.size = vq->size,
+						.last_avail_idx = vq->last_avail_idx,
+						.used_idx = vq->used_idx,
+						.signalled_used = vq->signalled_used,
+						.ready = vq->ready,
+						.signalled_used_valid = vq->signalled_used_valid,
+						.notifications_off = vq->notifications_off};
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void virtio_dev_restore_rings(struct virtio_dev *dev, const struct virtio_dev_state *in)
+{
+	pthread_mutex_lock(&dev->lock);
+	dev->config_generation = in->config_generation;
+	for (int q = 0; q < dev->nr_queues; q++) {
+		struct virtqueue *vq = &dev->vqs[q];
+		if (!vq->avail)
+			continue; /* not enabled by the replay: nothing to carry on */
+		vq->last_avail_idx = in->q[q].last_avail_idx;
+		vq->used_idx = in->q[q].used_idx;
+		vq->signalled_used = in->q[q].signalled_used;
+		vq->signalled_used_valid = in->q[q].signalled_used_valid;
+		vq->notifications_off = in->q[q].notifications_off;
+	}
+	if (in->broken && !dev->broken)
+		mark_broken_locked(dev, "it needed a reset when the snapshot was taken");
+	pthread_mutex_unlock(&dev->lock);
+}

@@ -199,4 +199,25 @@ void virtio_dev_mark_broken(struct virtio_dev *dev, const char *reason);
 /* Called by device models after pushing used buffers on queue q. */
 void virtio_dev_notify_used(struct virtio_dev *dev, int q);
 
+/* A device's transport-independent state, as a snapshot stores it (fixed layout, no padding
+ * holes: every field is written). The transport restores it by replaying the driver's register
+ * writes (so every value gets the checks a guest's would), then virtio_dev_restore_rings. */
+struct virtio_queue_state {
+	uint64_t desc, avail, used;
+	uint16_t size, last_avail_idx, used_idx, signalled_used;
+	uint8_t ready, signalled_used_valid, notifications_off, pad[5];
+};
+
+struct virtio_dev_state {
+	uint64_t driver_features;
+	uint32_t config_generation;
+	uint8_t status, broken, pad[2];
+	struct virtio_queue_state q[VIRTIO_MAX_QUEUES];
+};
+
+/* Read dev's state (the device must be quiet: vCPUs paused, on the I/O thread). */
+void virtio_dev_save(struct virtio_dev *dev, struct virtio_dev_state *out);
+/* After the replay: the ring indices the device had, and its broken mark. */
+void virtio_dev_restore_rings(struct virtio_dev *dev, const struct virtio_dev_state *in);
+
 #endif

@@ -3,7 +3,9 @@
  * (so each boot's differs) and starts the other CPUs, each counting in a loop. Then every
  * counter.ms (default 200) ms prints "probe: counter=K ap_ticks=T crc32=C cs=S": K counts up from
  * 1, T is what the APs counted, C the pattern's CRC-32, S the code selector (RPL 3: running
- * natively on PVM). Fails if the CRC changes or, with APs, if
+ * natively on PVM). counter.rng=1: each line also reads 4 KiB from every virtio-rng device
+ * (rng_bytes=, all devices together), so their queues must work on after a restore. Fails if
+ * the CRC changes or, with APs, if
  * T stops growing; passes after counter.max lines (default: never). A restored guest carries on
  * from the K it was saved at with the same C, without a new banner.
  */
@@ -15,6 +17,7 @@
 #include "smp.h"
 #include "test_counter.h"
 #include "tsc.h"
+#include "virtio_rng.h"
 #include "x86.h"
 
 #define PATTERN_BYTES (1u << 20)
@@ -30,6 +33,13 @@ static void ap_count(unsigned slot)
 		for (int i = 0; i < 1000; i++)
 			cpu_relax();
 	}
+}
+
+static const char *count_bytes(void *ctx, const uint8_t *p, uint32_t len)
+{
+	(void)p;
+	*(uint64_t *)ctx += len;
+	return 0;
 }
 
 static uint64_t param_u64(const char *key, uint64_t def)
@@ -59,7 +69,14 @@ const char *test_counter(void)
 	cpu_tables_find(boot_info.rsdp, &cpus);
 	smp_set_ap_job(ap_count);
 	smp_boot(&cpus, AP_TIMEOUT, &res);
-	kprintf("probe: counter start cpus=%u crc32=%08x\n", res.online, crc);
+	unsigned nrng = 0;
+	struct virtio_dev **rngs = param_u64("counter.rng", 0) ? rng_devices(&nrng) : 0;
+	for (unsigned i = 0; i < nrng; i++) {
+		const char *err = rng_init(rngs[i]);
+		if (err)
+			return err;
+	}
+	kprintf("probe: counter start cpus=%u rng=%u crc32=%08x\n", res.online, nrng, crc);
 	uint64_t last_ticks = 0;
 	for (uint64_t k = 1; !max || k <= max; k++) {
 		uint64_t start = rdtsc();
@@ -69,8 +86,15 @@ const char *test_counter(void)
 		for (unsigned s = 1; s < res.online; s++)
 			ticks += ap_ticks[s];
 		uint32_t now = crc32(pattern, PATTERN_BYTES);
-		kprintf("probe: counter=%lu ap_ticks=%lu crc32=%08x cs=0x%02x\n", k, ticks, now,
-			read_cs());
+		uint64_t rng_bytes = 0;
+		for (unsigned i = 0; i < nrng; i++) {
+			struct rng_stats st;
+			const char *err = rng_read(rngs[i], 4096, count_bytes, &rng_bytes, &st);
+			if (err)
+				return err;
+		}
+		kprintf("probe: counter=%lu ap_ticks=%lu crc32=%08x cs=0x%02x rng_bytes=%lu\n", k,
+			ticks, now, read_cs(), rng_bytes);
 		if (now != crc)
 			return "RAM checksum changed";
 		if (res.online > 1 && ticks <= last_ticks)

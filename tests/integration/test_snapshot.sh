@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Snapshot and restore (issue 21, milestone 1): the probe counting on 2 vCPUs (test=counter) is
 # saved through the control socket (and left paused), killed, and restored twice from the same
-# snapshot, once --paused and resumed; each restored guest carries on exactly where the original
+# snapshot, once --paused and resumed; two rng devices (pci and mmio), read on every line, serve
+# on after it; each restored guest carries on exactly where the original
 # stopped (every counter value once across the two consoles, one RAM checksum, no second boot)
 # and passes. On a PVM host the restored vCPUs still run natively (cs RPL 3, the APs' count rate).
 # Refusals, each one line and exit status 2: a missing directory, a directory that is not a
 # snapshot, another format version, a flipped byte in the state, a truncated memory file;
-# machine flags with --restore. A snapshot with a virtio device is refused by the socket.
+# machine flags with --restore. A snapshot with a device kind not saved yet (a balloon) is
+# refused by the socket.
 source "$(dirname "$0")/lib.sh"
 need_kvm
 
@@ -18,9 +20,10 @@ snap=$TEST_TMP/snap
 counters() { cat "${@/#/$TEST_TMP/}" | tr -d '\r' | sed -n 's/^probe: counter=\([0-9]*\) .*/\1/p' | xargs; }
 
 run_vmm_bg orig --kernel "$FW/probe.bzImage" --cpus 2 --memory 64M --api-sock "$sock" \
-	--cmdline "test=counter counter.ms=200 counter.max=$MAX"
+	--rng --rng,transport=mmio --cmdline "test=counter counter.ms=200 counter.max=$MAX counter.rng=1"
 orig_pid=$VMM_PID
 wait_line orig out '^probe: counter=3 '
+expect_line orig out '^probe: counter start cpus=2 rng=2 '
 out=$("$MINIVMM" ctl --sock "$sock" snapshot "$snap") || fail "snapshot: $out"
 out=$("$MINIVMM" ctl --sock "$sock" status)
 grep -q '"state":"paused"' <<<"$out" || fail "not paused after the snapshot: $out"
@@ -41,6 +44,8 @@ check_restored() {
 		fail "$1: counters '$(counters orig.out "$1.out")', expected 1 to $MAX once each"
 	[ "$(cat "$TEST_TMP/orig.out" "$TEST_TMP/$1.out" | grep -o 'crc32=[0-9a-f]*' | sort -u | wc -l)" = 1 ] ||
 		fail "$1: the RAM checksum changed across the restore"
+	grep '^probe: counter=' "$TEST_TMP/$1.out" | grep -vq 'rng_bytes=8192' &&
+		fail "$1: a restored rng device stopped serving"
 	if grep -q '^probe: mode=native-pvm' "$TEST_TMP/orig.out"; then
 		# Registered VIF pages are vCPU state: the restored vCPUs still run natively.
 		grep '^probe: counter=' "$TEST_TMP/$1.out" | grep -vq 'cs=0x.[37bf]' &&
@@ -92,12 +97,12 @@ bad machine-flag '--cpus cannot be used with --restore' --restore "$snap" --cpus
 bad paused-alone '--paused is for --restore only' --kernel "$FW/probe.elf" --paused
 
 # A device this version cannot save: the socket refuses, the VM runs on.
-run_vmm_bg dev --kernel "$FW/probe.elf" --rng,transport=mmio --api-sock "$TEST_TMP/dev.sock" \
+run_vmm_bg dev --kernel "$FW/probe.elf" --balloon --api-sock "$TEST_TMP/dev.sock" \
 	--cmdline "test=counter counter.ms=100"
 wait_line dev out '^probe: counter=1 '
 rc=0; out=$("$MINIVMM" ctl --sock "$TEST_TMP/dev.sock" snapshot "$TEST_TMP/dev-snap") || rc=$?
-[ $rc = 1 ] && grep -q '"error":"snapshot: --rng devices cannot be saved yet' <<<"$out" ||
-	fail "snapshot with an rng: rc $rc, $out"
+[ $rc = 1 ] && grep -q '"error":"snapshot: --balloon devices cannot be saved yet' <<<"$out" ||
+	fail "snapshot with a balloon: rc $rc, $out"
 [ -e "$TEST_TMP/dev-snap" ] && fail "a refused snapshot left a directory"
 n=$(counters dev.out | wc -w)
 wait_line dev out "^probe: counter=$((n + 2)) "

@@ -363,6 +363,8 @@ restored_ok() {
 		fail "$1: counters $(counters orig "$1"), expected 1 to 25 once each"
 	[ "$(cat "$W/orig.out" "$W/$1.out" | grep -o 'crc32=[0-9a-f]*' | sort -u | wc -l)" = 1 ] ||
 		fail "$1: the RAM checksum changed"
+	! grep '^probe: counter=' "$W/$1.out" | grep -v -q 'rng_bytes=8192' ||
+		fail "$1: a restored rng device stopped serving: $(grep -m1 -v 'rng_bytes=8192' "$W/$1.out")"
 }
 
 # bad_restore NAME PATTERN DIR: --restore DIR is refused, status 2, one line naming PATTERN.
@@ -375,7 +377,8 @@ bad_restore() {
 		fail "$1: expected one line with '$2', got: $(cat "$W/$1.err")"
 }
 
-# Snapshot and restore (issue 21) of a counting probe with 2 vCPUs (both count): saved through
+# Snapshot and restore (issue 21) of a counting probe with 2 vCPUs (both count) and two rng
+# devices (pci and mmio, read on every counter line): saved through
 # the control socket, killed, then restored twice from the same snapshot (once --paused, resumed
 # by the socket); each restored guest carries on where the original stopped. Damaged and foreign
 # snapshots are refused with status 2.
@@ -383,12 +386,14 @@ sc_snapshot() {
 	(
 		rc=0
 		timeout -s KILL 120 minivmm --kernel /probe/probe.bzImage --cpus 2 --memory 32M \
-			--api-sock $W/api.sock --cmdline "test=counter counter.ms=200 counter.max=25" \
+			--rng --rng,transport=mmio --api-sock $W/api.sock \
+			--cmdline "test=counter counter.ms=200 counter.max=25 counter.rng=1" \
 			</dev/null >$W/orig.out 2>$W/orig.err || rc=$?
 		echo $rc >$W/orig.rc
 	) &
 	local job=$!
 	wait_out orig '^probe: counter=3 ' 90 || return 1
+	grep -q '^probe: counter start cpus=2 rng=2 ' $W/orig.out || fail "the probe did not find both rng devices"
 	minivmm ctl --sock $W/api.sock snapshot $W/snap >$W/ctl.log 2>&1 || fail "snapshot: $(cat $W/ctl.log)"
 	minivmm ctl --sock $W/api.sock status >>$W/ctl.log 2>&1
 	grep -q '"state":"paused"' $W/ctl.log || fail "the VM is not paused after the snapshot"

@@ -3,6 +3,7 @@
  * anything is restored. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,9 +325,9 @@ Test(snapshot_state, bad_magic_and_config)
 	serialize();
 	expect_parse_refused("whole MiB");
 	st->config.memory_bytes = MEM;
-	st->config.nr_devices = 1;
+	st->config.nr_devices = MAX_DEVICES + 1;
 	serialize();
-	expect_parse_refused("virtio devices");
+	expect_parse_refused("virtio devices (at most 16)");
 	free(buf);
 	buf = NULL;
 }
@@ -385,6 +386,43 @@ Test(snapshot_state, missing_and_wrong_size_records)
 	size = h[2] - 1;
 	memcpy(buf + off + 8, &size, 4);
 	expect_parse_refused("MSR list");
+	free(buf);
+	buf = NULL;
+}
+
+Test(snapshot_state, device_records)
+{
+	st->config.nr_devices = 2;
+	for (int i = 0; i < 2; i++) {
+		struct snapshot_device *d = &st->devices[i];
+		snprintf(d->flag, sizeof(d->flag), "rng");
+		snprintf(d->spec, sizeof(d->spec), "transport=%s", i ? "mmio" : "pci");
+		d->transport = i ? TRANSPORT_MMIO : TRANSPORT_PCI;
+		d->dev.status = 15;
+		d->dev.q[0] = (struct virtio_queue_state){
+		    .desc = 0x1000, .size = 256, .last_avail_idx = 7, .used_idx = 7, .ready = 1};
+	}
+	st->devices[1].mmio.interrupt_status = 1;
+	serialize();
+	static struct snapshot_state out;
+	cr_assert_eq(snapshot_state_parse(buf, len, &out, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memcmp(out.devices, st->devices, 2 * sizeof(st->devices[0])), 0);
+	/* A device the configuration does not count, one missing, bad strings or transport. */
+	size_t off = find_record(SNAP_DEVICE, 1);
+	uint32_t bad = 2;
+	memcpy(buf + off + 4, &bad, 4);
+	expect_parse_refused("device 2 of 2");
+	serialize();
+	bad = 3; /* the configuration's nr_devices: after the magic, a header, two other fields */
+	memcpy(buf + 8 + 12 + offsetof(struct snapshot_config, nr_devices), &bad, 4);
+	expect_parse_refused("device 2 is missing");
+	memset(st->devices[0].flag, 'x', sizeof(st->devices[0].flag));
+	serialize();
+	expect_parse_refused("device 0: bad kind, options or transport");
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
+	st->devices[1].transport = 2;
+	serialize();
+	expect_parse_refused("device 1: bad kind, options or transport");
 	free(buf);
 	buf = NULL;
 }
