@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "devices/serial.h"
+#include "devices/virtio/mmio.h"
+#include "devices/virtio/pci.h"
 #include "vmm/snapshot_files.h"
 #include "vmm/snapshot_format.h"
 
@@ -480,4 +482,152 @@ Test(snapshot_serial, fifo_survives_save_and_restore)
 	cr_assert_eq(serial_restore(&b, &s), -1);
 	serial_destroy(&a);
 	serial_destroy(&b);
+}
+
+/* ---- a virtio device's state: saved, replayed into a new device, saved again ---- */
+
+static int fake_activations;
+
+TestSuite(snapshot_virtio, .init = setup, .fini = teardown);
+
+static int fake_activate(struct virtio_dev *d)
+{
+	(void)d;
+	fake_activations++;
+	return 0;
+}
+
+static const struct virtio_device_ops fake_ops = {
+    .name = "fake", .device_id = VIRTIO_ID_RNG, .max_queue_size = 256, .activate = fake_activate};
+static const struct virtio_dev_params fake_params = {.features = 1ULL << VIRTIO_RING_F_EVENT_IDX,
+						     .nr_queues = 2};
+
+static void mmio_wr(struct virtio_mmio *t, uint64_t off, uint32_t v)
+{
+	uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+	virtio_mmio_io(t, off, b, 4, true);
+}
+
+/* The driver's set-up of queue 1 only (256 entries at 0x10000), then some progress. */
+static void drive_mmio(struct virtio_mmio *t, struct virtio_dev *d)
+{
+	mmio_wr(t, 0x070, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	mmio_wr(t, 0x024, 0);
+	mmio_wr(t, 0x020, 1u << VIRTIO_RING_F_EVENT_IDX);
+	mmio_wr(t, 0x024, 1);
+	mmio_wr(t, 0x020, 1); /* VERSION_1 */
+	mmio_wr(t, 0x070, 11);
+	mmio_wr(t, 0x030, 1);
+	mmio_wr(t, 0x038, 256);
+	mmio_wr(t, 0x080, 0x10000);
+	mmio_wr(t, 0x090, 0x11000);
+	mmio_wr(t, 0x0a0, 0x12000);
+	mmio_wr(t, 0x044, 1);
+	mmio_wr(t, 0x070, 15);
+	d->vqs[1].last_avail_idx = 40000; /* wraps past 2^15: indices are free-running */
+	d->vqs[1].used_idx = 39990;
+	d->vqs[1].signalled_used = 39980;
+	d->vqs[1].signalled_used_valid = true;
+	t->interrupt_status = 1;
+}
+
+Test(snapshot_virtio, mmio_replay_reaches_the_same_state)
+{
+	static struct virtio_dev a, b;
+	static struct virtio_mmio ta, tb;
+	virtio_dev_init(&a, &fake_ops, &fake_params, NULL, &mem, NULL, "a");
+	virtio_dev_init(&b, &fake_ops, &fake_params, NULL, &mem, NULL, "b");
+	virtio_mmio_init(&ta, &a, 0xd0000000, 5);
+	virtio_mmio_init(&tb, &b, 0xd0000000, 5);
+	drive_mmio(&ta, &a);
+	cr_assert_eq(a.status, 15, "status %u broken %d", a.status, a.broken);
+	struct virtio_dev_state sa, sb;
+	struct virtio_mmio_state ma, mb;
+	virtio_dev_save(&a, &sa);
+	virtio_mmio_save(&ta, &ma);
+	fake_activations = 0;
+	virtio_mmio_restore(&tb, &sa, &ma);
+	cr_assert_eq(fake_activations, 1, "the restored device was not activated");
+	virtio_dev_save(&b, &sb);
+	virtio_mmio_save(&tb, &mb);
+	cr_assert_eq(memcmp(&sa, &sb, sizeof(sa)), 0, "device state differs after the replay");
+	cr_assert_eq(memcmp(&ma, &mb, sizeof(ma)), 0, "transport state differs after the replay");
+	cr_assert_not_null(b.vqs[1].avail, "queue 1 is not live");
+	cr_assert_null(b.vqs[0].avail, "queue 0 was never set up");
+	/* A saved queue size no guest could set is refused the same way: the device is broken. */
+	static struct virtio_dev c;
+	static struct virtio_mmio tc;
+	virtio_dev_init(&c, &fake_ops, &fake_params, NULL, &mem, NULL, "c");
+	virtio_mmio_init(&tc, &c, 0xd0000000, 5);
+	sa.q[1].size = 3;
+	virtio_mmio_restore(&tc, &sa, &ma);
+	cr_assert(c.broken, "a queue of 3 entries was accepted from a snapshot");
+	/* So is a ring outside guest memory. */
+	static struct virtio_dev e;
+	static struct virtio_mmio te;
+	virtio_dev_init(&e, &fake_ops, &fake_params, NULL, &mem, NULL, "e");
+	virtio_mmio_init(&te, &e, 0xd0000000, 5);
+	sa.q[1].size = 256;
+	sa.q[1].used = MEM;
+	virtio_mmio_restore(&te, &sa, &ma);
+	cr_assert(e.broken, "a used ring past RAM was accepted from a snapshot");
+}
+
+static void pci_common(struct virtio_pci *vp, uint32_t field, uint64_t v, uint32_t len)
+{
+	uint8_t b[8];
+	for (uint32_t i = 0; i < len; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	vp->pci.ops->bar_access(&vp->pci, VIRTIO_PCI_BAR, VIRTIO_PCI_COMMON_OFF + field, b, len,
+				true);
+}
+
+Test(snapshot_virtio, pci_replay_reaches_the_same_state)
+{
+	static struct virtio_dev a, b;
+	static struct virtio_pci pa, pb;
+	const struct virtio_transport_host none = {0};
+	virtio_dev_init(&a, &fake_ops, &fake_params, NULL, &mem, NULL, "a");
+	virtio_dev_init(&b, &fake_ops, &fake_params, NULL, &mem, NULL, "b");
+	cr_assert_eq(virtio_pci_init(&pa, &a, &none, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(virtio_pci_init(&pb, &b, &none, err, sizeof(err)), 0, "%s", err);
+	/* MSI-X table entry 1: a message, unmasked. */
+	uint8_t w[4] = {0x00, 0x10, 0xe0, 0xfe};
+	pa.pci.ops->bar_access(&pa.pci, VIRTIO_PCI_BAR, VIRTIO_PCI_MSIX_TABLE + 16, w, 4, true);
+	w[0] = 0x41, w[1] = w[2] = w[3] = 0;
+	pa.pci.ops->bar_access(&pa.pci, VIRTIO_PCI_BAR, VIRTIO_PCI_MSIX_TABLE + 24, w, 4, true);
+	pci_common(&pa, VIRTIO_PCI_COMMON_STATUS, 3, 1);
+	pci_common(&pa, VIRTIO_PCI_COMMON_GFSELECT, 1, 4);
+	pci_common(&pa, VIRTIO_PCI_COMMON_GF, 1, 4);
+	pci_common(&pa, VIRTIO_PCI_COMMON_STATUS, 11, 1);
+	pci_common(&pa, VIRTIO_PCI_COMMON_Q_SELECT, 0, 2);
+	pci_common(&pa, VIRTIO_PCI_COMMON_Q_SIZE, 128, 2);
+	pci_common(&pa, VIRTIO_PCI_COMMON_Q_MSIX, 1, 2);
+	pci_common(&pa, VIRTIO_PCI_COMMON_Q_DESC, 0x20000, 8);
+	pci_common(&pa, VIRTIO_PCI_COMMON_Q_DRIVER, 0x21000, 8);
+	pci_common(&pa, VIRTIO_PCI_COMMON_Q_DEVICE, 0x22000, 8);
+	pci_common(&pa, VIRTIO_PCI_COMMON_Q_ENABLE, 1, 2);
+	pci_common(&pa, VIRTIO_PCI_COMMON_MSIX, 0, 2);
+	pci_common(&pa, VIRTIO_PCI_COMMON_STATUS, 15, 1);
+	pci_common(&pa, VIRTIO_PCI_COMMON_Q_SELECT, 1, 2);
+	cr_assert_eq(a.status, 15, "status %u broken %d", a.status, a.broken);
+	a.vqs[0].last_avail_idx = 5;
+	a.vqs[0].used_idx = 4;
+	pa.isr = VIRTIO_PCI_ISR_QUEUE;
+	struct virtio_dev_state sa, sb;
+	static struct virtio_pci_state ma, mb;
+	virtio_dev_save(&a, &sa);
+	virtio_pci_save(&pa, &ma);
+	virtio_pci_restore(&pb, &sa, &ma);
+	virtio_dev_save(&b, &sb);
+	virtio_pci_save(&pb, &mb);
+	cr_assert_eq(memcmp(&sa, &sb, sizeof(sa)), 0, "device state differs after the replay");
+	cr_assert_eq(memcmp(ma.msix, mb.msix, sizeof(ma.msix)), 0, "MSI-X table differs");
+	cr_assert_eq(mb.queue_vector[0], 1);
+	cr_assert_eq(mb.config_vector, 0);
+	cr_assert_eq(mb.queue_select, 1);
+	cr_assert_eq(mb.isr, VIRTIO_PCI_ISR_QUEUE);
+	cr_assert_not_null(b.vqs[0].avail, "queue 0 is not live");
+	virtio_pci_cleanup(&pa);
+	virtio_pci_cleanup(&pb);
 }
