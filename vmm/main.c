@@ -371,8 +371,13 @@ int main(int argc, char **argv)
 	if (add_legacy_devices(&vm, &legacy))
 		goto out_devices;
 	status = EXIT_VMM_ERROR;
-	if (vcpus_create(&vm, snap ? NULL : &entry) || restore(&vm, snap, &restore_t0) ||
-	    console_start_input(&console))
+	if (vcpus_create(&vm, snap ? NULL : &entry))
+		goto out_vcpus;
+	if (restore(&vm, snap, &restore_t0)) {
+		status = EXIT_USAGE; /* the snapshot does not fit this host or these files */
+		goto out_vcpus;
+	}
+	if (console_start_input(&console))
 		goto out_vcpus;
 	if (cfg.api_sock_path && !(api = api_server_start(&vm, cfg.api_sock_path))) {
 		status = EXIT_USAGE;

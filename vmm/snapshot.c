@@ -6,10 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "devices/virtio/blk.h"
 #include "device_registry.h"
+#include "options.h"
 #include "snapshot_files.h"
 #include "vcpu.h"
 #include "virtio_devices.h"
@@ -85,10 +88,23 @@ static int capture_vcpu(struct vcpu *vc, const uint32_t *msr_idx, uint32_t nr_ms
 	return capture_msrs(fd, msr_idx, nr_msr_idx, v);
 }
 
-/* Device kinds whose state this version saves (their models hold none of their own). */
+static bool is_disk(const struct device_kind_desc *kind)
+{
+	return !strcmp(kind->flag, "disk");
+}
+
+/* Device kinds whose state this version saves: the rng holds none of its own, a disk none once
+ * its requests in flight are finished (virtio_blk_quiesce) but its image's size. */
 static bool kind_supported(const struct device_kind_desc *kind)
 {
-	return !strcmp(kind->flag, "rng");
+	return !strcmp(kind->flag, "rng") || is_disk(kind);
+}
+
+static void quiesce_devices(struct vm *vm)
+{
+	for (int i = 0; vm->virtio && i < vm->virtio->nr; i++)
+		if (is_disk(vm->virtio->slots[i].cfg->kind))
+			virtio_blk_quiesce(vm->virtio->slots[i].model);
 }
 
 static int capture_devices(struct vm *vm, struct snapshot_state *st, char *err, size_t errlen)
@@ -105,6 +121,8 @@ static int capture_devices(struct vm *vm, struct snapshot_state *st, char *err, 
 		memcpy(d->flag, flag, strlen(flag) + 1);
 		memcpy(d->spec, spec, strlen(spec) + 1);
 		d->transport = slot->cfg->transport;
+		if (is_disk(slot->cfg->kind))
+			d->disk_sectors = virtio_blk_capacity(slot->model);
 		virtio_dev_save(&slot->dev, &d->dev);
 		if (slot->cfg->transport == TRANSPORT_MMIO)
 			virtio_mmio_save(&slot->mmio, &d->mmio);
@@ -156,6 +174,8 @@ int snapshot_save(struct vm *vm, const char *dir, char *err, size_t errlen)
 	if (n < vm->nr_vcpus)
 		return fail(err, errlen, "snapshot: only %d of %d vCPUs paused in time", n,
 			    vm->nr_vcpus);
+	/* Before anything is read: completions write guest memory and raise interrupts. */
+	quiesce_devices(vm);
 	struct snapshot_state *st = calloc(1, sizeof(*st));
 	if (!st)
 		return fail(err, errlen, "snapshot: out of memory");
@@ -222,6 +242,13 @@ int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, si
 		const struct snapshot_device *d = &st->devices[i];
 		if (slot->cfg->transport != (enum virtio_transport_kind)d->transport)
 			return fail(err, errlen, "device %d: the transport differs", i);
+		if (is_disk(slot->cfg->kind) && virtio_blk_capacity(slot->model) != d->disk_sectors)
+			return fail(
+			    err, errlen,
+			    "device %d (--disk %s): the image has %llu sectors, the snapshot "
+			    "%llu",
+			    i, d->spec, (unsigned long long)virtio_blk_capacity(slot->model),
+			    (unsigned long long)d->disk_sectors);
 		if (slot->cfg->transport == TRANSPORT_MMIO)
 			virtio_mmio_restore(&slot->mmio, &d->dev, &d->mmio);
 		else
@@ -243,7 +270,36 @@ int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, si
 	struct kvm_clock_data clock = {.clock = st->clock.clock};
 	if (ioctl(vm->vm_fd, KVM_SET_CLOCK, &clock) < 0)
 		return fail(err, errlen, "KVM_SET_CLOCK: %s", strerror(errno));
+	/* An interrupt raised just before the save may not have reached the saved LAPIC (irqfds
+	 * inject asynchronously): raise one on every live queue now that it is restored. A
+	 * spurious used-buffer interrupt is harmless; a lost one can stall a driver. */
+	for (int i = 0; i < nr_devs; i++) {
+		struct virtio_dev *dev = &vm->virtio->slots[i].dev;
+		for (int q = 0; q < dev->nr_queues; q++)
+			if (dev->vqs[q].avail && !dev->broken)
+				dev->transport->signal_queue(dev, q);
+	}
 	return 0;
+}
+
+/* A disk image (a regular file) whose size is not the saved one, told before anything is
+ * built; snapshot_apply checks every kind of image again once it is open. */
+static bool disk_size_differs(const struct snapshot_device *d, char *err, size_t errlen)
+{
+	struct option_list opts;
+	struct stat sb;
+	if (strcmp(d->flag, "disk") || options_split(d->spec, "--disk", &opts, err, errlen))
+		return false;
+	for (int i = 0; i < opts.n; i++)
+		if (!strcmp(opts.kv[i].key, "path") && stat(opts.kv[i].value, &sb) == 0 &&
+		    S_ISREG(sb.st_mode) && (uint64_t)sb.st_size / 512 != d->disk_sectors) {
+			fail(err, errlen,
+			     "--disk %s: the image has %llu sectors, the snapshot %llu", d->spec,
+			     (unsigned long long)sb.st_size / 512,
+			     (unsigned long long)d->disk_sectors);
+			return true;
+		}
+	return false;
 }
 
 struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
@@ -263,6 +319,12 @@ struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
 		    cfg->devices[i].transport != (enum virtio_transport_kind)d->transport) {
 			log_error("cannot restore: device %u (--%s %s): %s", i, d->flag, d->spec,
 				  cfg->nr_devices > (int)i ? "transport differs" : err);
+			close(cfg->memory_fd);
+			free(st);
+			return NULL;
+		}
+		if (disk_size_differs(d, err, sizeof(err))) {
+			log_error("cannot restore: device %u: %s", i, err);
 			close(cfg->memory_fd);
 			free(st);
 			return NULL;

@@ -53,6 +53,7 @@ struct snapshot_device {
 	char spec[SNAPSHOT_SPEC_MAX]; /* its options as given, NUL-terminated */
 	uint32_t transport;	      /* enum virtio_transport_kind */
 	uint32_t pad;
+	uint64_t disk_sectors; /* --disk: the image's size then, checked at restore */
 	struct virtio_dev_state dev;
 	struct virtio_mmio_state mmio; /* TRANSPORT_MMIO */
 	struct virtio_pci_state pci;   /* TRANSPORT_PCI */

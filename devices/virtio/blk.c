@@ -645,3 +645,11 @@ unsigned virtio_blk_inflight(const struct virtio_blk *blk)
 {
 	return blk->inflight;
 }
+
+void virtio_blk_quiesce(struct virtio_blk *blk)
+{
+	pthread_mutex_lock(&blk->dev->lock);
+	blk_image_drain(&blk->img, on_done, blk);
+	notify(blk);
+	pthread_mutex_unlock(&blk->dev->lock);
+}

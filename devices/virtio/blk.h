@@ -36,5 +36,9 @@ void virtio_blk_destroy(struct virtio_blk *blk);
 uint64_t virtio_blk_capacity(const struct virtio_blk *blk); /* 512-byte sectors */
 const char *virtio_blk_engine(const struct virtio_blk *blk);
 unsigned virtio_blk_inflight(const struct virtio_blk *blk);
+/* For a snapshot (vCPUs paused, on the I/O thread): finish every request in flight, so its data,
+ * status and used entry are in guest memory and none is lost or repeated by a restore; requests
+ * the device has not taken stay in the ring for the restored device. Raises the interrupt. */
+void virtio_blk_quiesce(struct virtio_blk *blk);
 
 #endif

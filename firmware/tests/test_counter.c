@@ -4,7 +4,10 @@
  * counter.ms (default 200) ms prints "probe: counter=K ap_ticks=T crc32=C cs=S": K counts up from
  * 1, T is what the APs counted, C the pattern's CRC-32, S the code selector (RPL 3: running
  * natively on PVM). counter.rng=1: each line also reads 4 KiB from every virtio-rng device
- * (rng_bytes=, all devices together), so their queues must work on after a restore. Fails if
+ * (rng_bytes=, all devices together), so their queues must work on after a restore.
+ * counter.blk=1: line K also writes 64 KiB of the word K at byte (K - 1) * 64 KiB of the first
+ * virtio-blk disk and reads it back (blk=ok); after the last line every block is read again
+ * ("probe: counter blk verified=N"), so a write lost across a snapshot shows. Fails if
  * the CRC changes or, with APs, if
  * T stops growing; passes after counter.max lines (default: never). A restored guest carries on
  * from the K it was saved at with the same C, without a new banner.
@@ -17,13 +20,18 @@
 #include "smp.h"
 #include "test_counter.h"
 #include "tsc.h"
+#include "virtio_blk.h"
 #include "virtio_rng.h"
 #include "x86.h"
 
 #define PATTERN_BYTES (1u << 20)
 #define AP_TIMEOUT    4000000000ULL
 
+#define BLK_CHUNK 65536
+
 static uint8_t pattern[PATTERN_BYTES] __attribute__((aligned(4096)));
+static uint64_t blk_buf[BLK_CHUNK / 8] __attribute__((aligned(4096)));
+static struct vblk disk;
 static volatile uint64_t ap_ticks[MAX_CPUS];
 
 static void ap_count(unsigned slot)
@@ -39,6 +47,29 @@ static const char *count_bytes(void *ctx, const uint8_t *p, uint32_t len)
 {
 	(void)p;
 	*(uint64_t *)ctx += len;
+	return 0;
+}
+
+/* Write block k (the word k throughout), or read it back and check it. */
+static const char *blk_block(uint64_t k, bool write)
+{
+	uint8_t status;
+	if (write)
+		for (unsigned i = 0; i < BLK_CHUNK / 8; i++)
+			blk_buf[i] = k;
+	else
+		for (unsigned i = 0; i < BLK_CHUNK / 8; i++)
+			blk_buf[i] = ~k;
+	const char *err =
+	    vblk_sync(&disk, write ? VBLK_T_OUT : VBLK_T_IN, (k - 1) * (BLK_CHUNK / 512), blk_buf,
+		      BLK_CHUNK, !write, &status);
+	if (err)
+		return err;
+	if (status != VBLK_S_OK)
+		return "blk request failed";
+	for (unsigned i = 0; !write && i < BLK_CHUNK / 8; i++)
+		if (blk_buf[i] != k)
+			return "blk block does not hold what was written";
 	return 0;
 }
 
@@ -76,7 +107,18 @@ const char *test_counter(void)
 		if (err)
 			return err;
 	}
-	kprintf("probe: counter start cpus=%u rng=%u crc32=%08x\n", res.online, nrng, crc);
+	bool blk = param_u64("counter.blk", 0);
+	if (blk) {
+		unsigned n = 0;
+		struct virtio_dev **d = vblk_devices(&n);
+		const char *err = n ? vblk_open(&disk, d[0]) : "no virtio-blk disk";
+		if (err)
+			return err;
+		if (disk.capacity * 512 < (max ? max : 1) * BLK_CHUNK)
+			return "disk too small for counter.max blocks";
+	}
+	kprintf("probe: counter start cpus=%u rng=%u blk=%d crc32=%08x\n", res.online, nrng, blk,
+		crc);
 	uint64_t last_ticks = 0;
 	for (uint64_t k = 1; !max || k <= max; k++) {
 		uint64_t start = rdtsc();
@@ -93,13 +135,23 @@ const char *test_counter(void)
 			if (err)
 				return err;
 		}
-		kprintf("probe: counter=%lu ap_ticks=%lu crc32=%08x cs=0x%02x rng_bytes=%lu\n", k,
-			ticks, now, read_cs(), rng_bytes);
+		const char *err;
+		if (blk && ((err = blk_block(k, true)) || (err = blk_block(k, false))))
+			return err;
+		kprintf("probe: counter=%lu ap_ticks=%lu crc32=%08x cs=0x%02x rng_bytes=%lu%s\n", k,
+			ticks, now, read_cs(), rng_bytes, blk ? " blk=ok" : "");
 		if (now != crc)
 			return "RAM checksum changed";
 		if (res.online > 1 && ticks <= last_ticks)
 			return "the other CPUs stopped counting";
 		last_ticks = ticks;
 	}
+	for (uint64_t k = 1; blk && k <= max; k++) {
+		const char *err = blk_block(k, false);
+		if (err)
+			return err;
+	}
+	if (blk)
+		kprintf("probe: counter blk verified=%lu\n", max);
 	return 0;
 }

@@ -358,6 +358,8 @@ counters() { for f in "$@"; do cat "$W/$f.out"; done | tr -d '\r' | sed -n 's/^p
 # RAM checksum, no second banner, and NAME passed.
 restored_ok() {
 	expect_status "$1" 0 && expect_out "$1" '^probe: PASS' || return 1
+	expect_out "$1" '^probe: counter blk verified=25'
+	! grep '^probe: counter=' "$W/$1.out" | grep -v -q 'blk=ok' || fail "$1: a disk write failed"
 	! grep -q 'minivmm probe v1' "$W/$1.out" || fail "$1: the restored guest booted again"
 	[ "$(counters orig "$1")" = "$(seq 1 25 | tr '\n' ' ')" ] ||
 		fail "$1: counters $(counters orig "$1"), expected 1 to 25 once each"
@@ -377,23 +379,25 @@ bad_restore() {
 		fail "$1: expected one line with '$2', got: $(cat "$W/$1.err")"
 }
 
-# Snapshot and restore (issue 21) of a counting probe with 2 vCPUs (both count) and two rng
-# devices (pci and mmio, read on every counter line): saved through
+# Snapshot and restore (issue 21) of a counting probe with 2 vCPUs (both count), two rng
+# devices (pci and mmio, read on every counter line) and a disk (a 64 KiB block written and read
+# back on every line, all of them checked at the end: no write lost): saved through
 # the control socket, killed, then restored twice from the same snapshot (once --paused, resumed
 # by the socket); each restored guest carries on where the original stopped. Damaged and foreign
 # snapshots are refused with status 2.
 sc_snapshot() {
+	truncate -s 16M $W/disk.img
 	(
 		rc=0
 		timeout -s KILL 120 minivmm --kernel /probe/probe.bzImage --cpus 2 --memory 32M \
-			--rng --rng,transport=mmio --api-sock $W/api.sock \
-			--cmdline "test=counter counter.ms=200 counter.max=25 counter.rng=1" \
+			--rng --rng,transport=mmio --disk path=$W/disk.img --api-sock $W/api.sock \
+			--cmdline "test=counter counter.ms=200 counter.max=25 counter.rng=1 counter.blk=1" \
 			</dev/null >$W/orig.out 2>$W/orig.err || rc=$?
 		echo $rc >$W/orig.rc
 	) &
 	local job=$!
 	wait_out orig '^probe: counter=3 ' 90 || return 1
-	grep -q '^probe: counter start cpus=2 rng=2 ' $W/orig.out || fail "the probe did not find both rng devices"
+	grep -q '^probe: counter start cpus=2 rng=2 blk=1 ' $W/orig.out || fail "the probe did not find its devices"
 	minivmm ctl --sock $W/api.sock snapshot $W/snap >$W/ctl.log 2>&1 || fail "snapshot: $(cat $W/ctl.log)"
 	minivmm ctl --sock $W/api.sock status >>$W/ctl.log 2>&1
 	grep -q '"state":"paused"' $W/ctl.log || fail "the VM is not paused after the snapshot"
@@ -431,6 +435,8 @@ sc_snapshot() {
 	rm -rf $W/v2 $W/flip
 	cp -r $W/snap $W/short && truncate -s 16M $W/short/memory
 	bad_restore truncated 'truncated' $W/short
+	truncate -s 32M $W/disk.img
+	bad_restore disk-size 'the image has 65536 sectors, the snapshot 32768' $W/snap
 	[ ! -f $W/.failed ]
 }
 
