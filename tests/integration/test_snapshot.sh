@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Snapshot and restore (issue 21, milestone 1): the probe counting on 2 vCPUs (test=counter) is
 # saved through the control socket (and left paused), killed, and restored twice from the same
-# snapshot, once --paused and resumed; two rng devices (pci and mmio), read on every line, serve
-# on after it; each restored guest carries on exactly where the original
+# snapshot, once --paused and resumed; two rng devices (pci and mmio), read on every line, and a
+# disk (a block written and read back on every line, all checked at the end) serve on after it; each restored guest carries on exactly where the original
 # stopped (every counter value once across the two consoles, one RAM checksum, no second boot)
 # and passes. On a PVM host the restored vCPUs still run natively (cs RPL 3, the APs' count rate).
 # Refusals, each one line and exit status 2: a missing directory, a directory that is not a
-# snapshot, another format version, a flipped byte in the state, a truncated memory file;
+# snapshot, another format version, a flipped byte in the state, a truncated memory file, a disk image of another size;
 # machine flags with --restore. A snapshot with a device kind not saved yet (a balloon) is
 # refused by the socket.
 source "$(dirname "$0")/lib.sh"
@@ -19,11 +19,14 @@ snap=$TEST_TMP/snap
 # counters NAME...: the counter values on those consoles, in order, one line.
 counters() { cat "${@/#/$TEST_TMP/}" | tr -d '\r' | sed -n 's/^probe: counter=\([0-9]*\) .*/\1/p' | xargs; }
 
+disk=$TEST_TMP/disk.img
+truncate -s 16M "$disk"
 run_vmm_bg orig --kernel "$FW/probe.bzImage" --cpus 2 --memory 64M --api-sock "$sock" \
-	--rng --rng,transport=mmio --cmdline "test=counter counter.ms=200 counter.max=$MAX counter.rng=1"
+	--rng --rng,transport=mmio --disk "path=$disk,transport=mmio" \
+	--cmdline "test=counter counter.ms=200 counter.max=$MAX counter.rng=1 counter.blk=1"
 orig_pid=$VMM_PID
 wait_line orig out '^probe: counter=3 '
-expect_line orig out '^probe: counter start cpus=2 rng=2 '
+expect_line orig out '^probe: counter start cpus=2 rng=2 blk=1 '
 out=$("$MINIVMM" ctl --sock "$sock" snapshot "$snap") || fail "snapshot: $out"
 out=$("$MINIVMM" ctl --sock "$sock" status)
 grep -q '"state":"paused"' <<<"$out" || fail "not paused after the snapshot: $out"
@@ -44,8 +47,9 @@ check_restored() {
 		fail "$1: counters '$(counters orig.out "$1.out")', expected 1 to $MAX once each"
 	[ "$(cat "$TEST_TMP/orig.out" "$TEST_TMP/$1.out" | grep -o 'crc32=[0-9a-f]*' | sort -u | wc -l)" = 1 ] ||
 		fail "$1: the RAM checksum changed across the restore"
-	grep '^probe: counter=' "$TEST_TMP/$1.out" | grep -vq 'rng_bytes=8192' &&
-		fail "$1: a restored rng device stopped serving"
+	grep '^probe: counter=' "$TEST_TMP/$1.out" | grep -vq 'rng_bytes=8192 blk=ok' &&
+		fail "$1: a restored rng device or the disk stopped serving"
+	expect_line "$1" out "^probe: counter blk verified=$MAX"
 	if grep -q '^probe: mode=native-pvm' "$TEST_TMP/orig.out"; then
 		# Registered VIF pages are vCPU state: the restored vCPUs still run natively.
 		grep '^probe: counter=' "$TEST_TMP/$1.out" | grep -vq 'cs=0x.[37bf]' &&
@@ -95,6 +99,8 @@ cp -r "$snap" "$TEST_TMP/short" && truncate -s 32M "$TEST_TMP/short/memory"
 bad truncated 'truncated' --restore "$TEST_TMP/short"
 bad machine-flag '--cpus cannot be used with --restore' --restore "$snap" --cpus 2
 bad paused-alone '--paused is for --restore only' --kernel "$FW/probe.elf" --paused
+truncate -s 32M "$disk"
+bad disk-size 'the image has 65536 sectors, the snapshot 32768' --restore "$snap"
 
 # A device this version cannot save: the socket refuses, the VM runs on.
 run_vmm_bg dev --kernel "$FW/probe.elf" --balloon --api-sock "$TEST_TMP/dev.sock" \
