@@ -12,8 +12,10 @@
 
 #include "json.h"
 
-#define CTL_TIMEOUT_S	 10
-#define CTL_MAX_RESPONSE (1u << 20)
+#define CTL_TIMEOUT_S 10
+/* A snapshot writes all of guest RAM before it answers. */
+#define CTL_SNAPSHOT_TIMEOUT_S 3600
+#define CTL_MAX_RESPONSE       (1u << 20)
 
 static int usage(const char *msg)
 {
@@ -168,6 +170,10 @@ int ctl_main(int argc, char **argv)
 	if (!req)
 		return usage(NULL);
 	int fd = connect_to(sock);
+	if (fd >= 0 && !strcmp(argv[i], "snapshot")) {
+		struct timeval tv = {.tv_sec = CTL_SNAPSHOT_TIMEOUT_S};
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
 	if (fd < 0) {
 		free(req);
 		return 2;

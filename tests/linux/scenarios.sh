@@ -383,7 +383,8 @@ bad_restore() {
 # devices (pci and mmio, read on every counter line) and a disk (a 64 KiB block written and read
 # back on every line, all of them checked at the end: no write lost): saved through
 # the control socket, killed, then restored twice from the same snapshot (once --paused, resumed
-# by the socket); each restored guest carries on where the original stopped. Damaged and foreign
+# by the socket, and saved again while paused, which restores the same); each restored guest
+# carries on where the original stopped. Damaged and foreign
 # snapshots are refused with status 2.
 sc_snapshot() {
 	truncate -s 16M $W/disk.img
@@ -422,9 +423,15 @@ sc_snapshot() {
 	minivmm ctl --sock $W/api2.sock status >$W/ctl2.log 2>&1
 	grep -q '"state":"paused"' $W/ctl2.log || fail "--paused: not paused: $(cat $W/ctl2.log)"
 	[ ! -s $W/r2.out ] || fail "--paused: the guest ran before resume"
+	# A restored VM is saved again (still paused: the same point), and that snapshot restores.
+	minivmm ctl --sock $W/api2.sock snapshot $W/snap2 >>$W/ctl2.log 2>&1 || fail "snapshot of a restored VM"
 	minivmm ctl --sock $W/api2.sock resume >>$W/ctl2.log 2>&1 || fail "resume"
 	wait $job
 	restored_ok r2
+	rc=0
+	timeout -s KILL 120 minivmm --restore $W/snap2 </dev/null >$W/r3.out 2>$W/r3.err || rc=$?
+	echo $rc >$W/r3.rc
+	restored_ok r3
 	mkdir $W/empty
 	bad_restore missing 'No such file' $W/nothing
 	bad_restore notsnap 'not a minivmm snapshot' $W/empty
