@@ -171,9 +171,11 @@ int snapshot_save(struct vm *vm, const char *dir, char *err, size_t errlen)
 			    "the vCPUs, memory, irqchip, serial console and --rng devices)",
 			    vm->cfg->devices[i].kind->flag);
 	int n = vcpus_pause(vm, PAUSE_WAIT_MS);
-	if (n < vm->nr_vcpus)
+	if (n < vm->nr_vcpus) {
+		vcpus_resume(vm); /* all or nothing, as the socket's pause */
 		return fail(err, errlen, "snapshot: only %d of %d vCPUs paused in time", n,
 			    vm->nr_vcpus);
+	}
 	/* Before anything is read: completions write guest memory and raise interrupts. */
 	quiesce_devices(vm);
 	struct snapshot_state *st = calloc(1, sizeof(*st));
