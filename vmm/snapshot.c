@@ -18,7 +18,8 @@
 #include "virtio_devices.h"
 #include "vmm/base/log.h"
 
-#define PAUSE_WAIT_MS 1000
+#define PAUSE_WAIT_MS	 1000
+#define MSR_TSC_DEADLINE 0x6e0
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -226,6 +227,15 @@ static int apply_vcpu(struct vcpu *vc, const struct snapshot_vcpu *v, char *err,
 		return -1;
 	IOCTL_OR_FAIL(fd, KVM_SET_MP_STATE, &v->mp_state, "KVM_SET_MP_STATE", i);
 	IOCTL_OR_FAIL(fd, KVM_SET_LAPIC, &v->lapic, "KVM_SET_LAPIC", i);
+	/* The TSC deadline counts only once the LAPIC timer is in TSC-deadline mode: again. */
+	for (uint32_t m = 0; m < v->nr_msrs; m++)
+		if (v->msrs[m].index == MSR_TSC_DEADLINE) {
+			struct {
+				struct kvm_msrs hdr;
+				struct kvm_msr_entry e;
+			} one = {.hdr.nmsrs = 1, .e = v->msrs[m]};
+			ioctl(fd, KVM_SET_MSRS, &one);
+		}
 	IOCTL_OR_FAIL(fd, KVM_SET_VCPU_EVENTS, &v->events, "KVM_SET_VCPU_EVENTS", i);
 	IOCTL_OR_FAIL(fd, KVM_SET_DEBUGREGS, &v->debugregs, "KVM_SET_DEBUGREGS", i);
 	return 0;
