@@ -9,6 +9,8 @@
 #   floor    examples/startup-floor: KVM_CREATE_VM, one slot, one vCPU, KVM_RUN, nothing else
 #   minivmm  minivmm --kernel tiny-guest.elf --timing (its start-up per step, on stderr)
 #   qemu     QEMU microvm on the same ELF, when qemu-system-x86_64 is installed
+#   variant  with --variant "ARGS": minivmm --timing ARGS (e.g. "--seccomp off": what the
+#            filters cost end to end), its steps shown too
 # RUNS rounds; the order within a round rotates. Medians, minivmm/floor, and minivmm's
 # median time and share per start-up step. Target (issue 19): minivmm <= 1.5x the floor.
 
@@ -26,6 +28,7 @@ startup_main() {
 	fi
 	mkdir -p build/examples
 	cc -O2 -Wall -Wextra -Werror -o "$helper" examples/first-byte.c
+	[ -z "$VARIANT" ] || names+=(variant)
 	if command -v "$QEMU" >/dev/null; then names+=(qemu); else
 		echo "$BENCH_NAME: $QEMU not found: no QEMU column (apt-get install qemu-system-x86)" >&2
 	fi
@@ -33,12 +36,15 @@ startup_main() {
 
 	CMD_floor=("$floor")
 	CMD_minivmm=("$MINIVMM" --kernel "$tiny" --memory "$MEMORY" --console stdio --quiet --timing)
+	local extra
+	read -r -a extra <<<"$VARIANT" # words, as typed
+	CMD_variant=("${CMD_minivmm[@]}" "${extra[@]}")
 	CMD_qemu=("$QEMU" -accel kvm -M microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on
 		-m "$MEMORY" -nodefaults -no-user-config -nographic -serial stdio
 		-kernel "$tiny" -append "" -device isa-debug-exit,iobase=0xf4)
 	# The guest writes 0x21 to port 0xf4: minivmm and the floor exit with it, QEMU with
 	# (0x21 << 1) | 1.
-	EXPECT_floor=33 EXPECT_minivmm=33 EXPECT_qemu=67
+	EXPECT_floor=33 EXPECT_minivmm=33 EXPECT_variant=33 EXPECT_qemu=67
 
 	local date cpu
 	date=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
@@ -123,6 +129,7 @@ startup_table() {
 	echo "target: minivmm's first serial byte <= 1.5x the floor's: ${m}x ($(awk -v r="$m" \
 		'BEGIN { print (r <= 1.5 ? "met" : "NOT met") }'))"
 	startup_steps_table minivmm "${STARTUP_STEPS[@]}"
+	[ -z "$VARIANT" ] || startup_steps_table variant "${STARTUP_STEPS[@]}"
 	startup_steps_table floor "${FLOOR_STEPS[@]}"
 }
 
@@ -161,7 +168,7 @@ startup_json() {
 		fi
 		if [ -f "$TMP/$k.steps" ]; then
 			local steps=("${STARTUP_STEPS[@]}") sep=
-			[ "$k" = minivmm ] || steps=("${FLOOR_STEPS[@]}")
+			[ "$k" != floor ] || steps=("${FLOOR_STEPS[@]}")
 			printf ', "median_step_us": {'
 			for s in "${steps[@]}" total; do
 				printf '%s"%s": %s' "$sep" "$s" "$(step_values "$k" "$s" | startup_median)"
