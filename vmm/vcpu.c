@@ -148,8 +148,6 @@ static void *vcpu_thread(void *arg)
 	struct vm *vm = v->vm;
 	/* Only the boot vCPU's path to its first KVM_RUN is part of the start-up chain. */
 	bool timed = v->index == 0;
-	if (timed)
-		startup_mark(STARTUP_THREADS);
 	v->tid = (pid_t)syscall(SYS_gettid);
 	char name[16];
 	snprintf(name, sizeof(name), "vcpu%d", v->index);
@@ -162,11 +160,13 @@ static void *vcpu_thread(void *arg)
 	}
 	/* Narrow this thread's system calls before it runs guest code. */
 	char err[160];
+	if (timed)
+		startup_mark(STARTUP_THREADS);
 	if (vm->seccomp && seccomp_install(vm->seccomp, SECCOMP_VCPU, err, sizeof(err))) {
 		log_error("vCPU %d: %s", v->index, err);
 		vm_request_stop(vm, EXIT_VMM_ERROR);
 	}
-	if (timed)
+	if (timed && vm->seccomp)
 		startup_mark(STARTUP_SECCOMP);
 	pthread_barrier_wait(&vm->start_barrier); /* thread ready, tid known */
 	pthread_barrier_wait(&vm->start_barrier); /* main thread printed the table */
