@@ -13,6 +13,7 @@
 #include "options.h"
 #include "seccomp.h"
 #include "vmm/base/log.h"
+#include "vmm/base/startup_timing.h"
 
 #define MIN_MEMORY (16ULL << 20)
 #define MAX_MEMORY (1ULL << 40)
@@ -306,6 +307,10 @@ void cli_usage(void)
 	    "  --jail DIR,uid=N,gid=N once set up, chroot into DIR (empty, root's) and run as\n"
 	    "                         uid/gid N (needs root; see Sandboxing in README.md)\n"
 	    "  --quiet                no informational messages on stderr\n"
+	    "  --timing               at exit, print on stderr the start-up time per step, up to\n"
+	    "                         the first serial byte (\"startup-us: ...\"; from exec when\n"
+	    "                         the launcher sets " STARTUP_T0_ENV
+	    "; see docs/performance.md)\n"
 	    "  --help                 this text\n"
 	    "  --version              print the version\n"
 	    "\n"
@@ -333,6 +338,7 @@ enum {
 	OPT_SECCOMP,
 	OPT_JAIL,
 	OPT_QUIET,
+	OPT_TIMING,
 	OPT_HELP,
 	OPT_VERSION,
 	OPT_DEVICE_BASE, /* + index in device_kinds */
@@ -379,6 +385,7 @@ static const struct option base_opts[] = {
     {"seccomp", required_argument, NULL, OPT_SECCOMP},
     {"jail", required_argument, NULL, OPT_JAIL},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"timing", no_argument, NULL, OPT_TIMING},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
 };
@@ -531,6 +538,9 @@ static enum cli_result apply_option(int c, char **argv, struct vm_config *cfg, c
 		break;
 	case OPT_QUIET:
 		cfg->quiet = true;
+		break;
+	case OPT_TIMING:
+		cfg->timing = true;
 		break;
 	case OPT_HELP:
 		cli_usage();

@@ -12,6 +12,7 @@
 #include "kvm_util.h"
 #include "vmm/base/gsi_routing.h"
 #include "vmm/base/log.h"
+#include "vmm/base/startup_timing.h"
 
 static int add_memory_slots(struct vm *vm)
 {
@@ -64,12 +65,14 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 		log_error("KVM_CREATE_VM: %s", strerror(errno));
 		return -1;
 	}
+	startup_mark(STARTUP_KVM);
 	int rc = guest_mem_init(&vm->mem, cfg->memory_bytes, cfg->populate);
 	if (rc) {
 		log_error("cannot allocate %llu MiB of guest memory: %s",
 			  (unsigned long long)(cfg->memory_bytes >> 20), strerror(-rc));
 		return -1;
 	}
+	startup_mark(STARTUP_MEMORY);
 	if (add_memory_slots(vm) || x86_machine_create(vm->vm_fd))
 		return -1;
 	if (event_loop_init(&vm->loop))
@@ -82,6 +85,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 		log_error("eventfd: %s", strerror(errno));
 		return -1;
 	}
+	startup_mark(STARTUP_KVM);
 	return 0;
 }
 
