@@ -10,7 +10,16 @@
 # guest RAM faulted in as the guest touches it), minivmm --populate (pre-faulted in the
 # background) and QEMU, one after another.
 #
-# usage: examples/bench-boot.sh [--runs N] [--memory SIZE] [--timeout SEC] [--json]
+# usage: examples/bench-boot.sh [--startup [--variant "MINIVMM ARGS"]] [--runs N] [--memory SIZE]
+#                               [--timeout SEC] [--json]
+#
+# --startup: start-up at the floor instead (examples/lib/bench-startup.sh): the
+# four-instruction guest examples/tiny-guest.S under examples/startup-floor (KVM_CREATE_VM,
+# one memory slot, one vCPU, KVM_RUN: the least any VMM does), minivmm --timing and QEMU
+# (when installed), N rounds in rotating order; medians of the first serial byte, minivmm/floor
+# and QEMU/floor, and minivmm's median time and share per start-up step. Target (issue 19):
+# minivmm <= 1.5x the floor. --variant "ARGS" adds a column: minivmm with ARGS added (e.g.
+# --variant "--seccomp off": what the system-call filters cost end to end).
 #
 # The measuring is done by examples/first-byte.c (built here into build/examples/first-byte):
 # it fork/execs the VMM with stdout on a pipe, times the first byte with CLOCK_MONOTONIC and
@@ -22,11 +31,14 @@ RUNS=10
 MEMORY=256M
 TIMEOUT=30
 JSON=0
+STARTUP=0
+VARIANT=""
 CMDLINE=""
 
 # shellcheck source=examples/lib/bench-common.sh
 source "$(dirname "$0")/lib/bench-common.sh"
-bench_args --runs=RUNS --memory=MEMORY --timeout=TIMEOUT --json+JSON -- "$@"
+bench_args --runs=RUNS --memory=MEMORY --timeout=TIMEOUT --json+JSON --startup+STARTUP \
+	--variant=VARIANT -- "$@"
 bench_positive RUNS
 case "$MEMORY" in
 [1-9]*[0-9]M) MEM_BYTES=$(( ${MEMORY%M} << 20 )) ;;
@@ -34,7 +46,14 @@ case "$MEMORY" in
 *) die "--memory must be like 256M or 1G" ;;
 esac
 
+[ -z "$VARIANT" ] || [ "$STARTUP" = 1 ] || die "--variant goes with --startup"
 bench_paths
+if [ "$STARTUP" = 1 ]; then
+	# shellcheck source=examples/lib/bench-startup.sh
+	source examples/lib/bench-startup.sh
+	startup_main
+	exit 0
+fi
 HELPER=build/examples/first-byte
 bench_require minivmm probe qemu cc kvm
 

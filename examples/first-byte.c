@@ -11,7 +11,8 @@
  * several match). If the child is already exiting by then (a loaded machine can wake this
  * helper late), the memory figures are -1: no valid sample. Then it keeps draining the pipe (into
  * --out FILE if given) until EOF and reaps the child, killing it after --timeout seconds (default
- * 30). One line on stdout:
+ * 30). The child gets that timestamp (nanoseconds) in MINIVMM_T0_NS, so minivmm --timing and
+ * examples/startup-floor count their start-up steps from the same instant. One line on stdout:
  *
  *   first_byte_us=N exit=S rss_kb=N ram_rss_kb=N ram_map_kb=N maxrss_kb=N bytes=N timed_out=0|1
  *
@@ -197,6 +198,11 @@ int main(int argc, char **argv)
 		dup2(pfd[1], 1);
 		if (errfd >= 0)
 			dup2(errfd, 2);
+		/* The start the child's own start-up timing counts from (minivmm --timing,
+		 * startup-floor): the same t0 as first_byte_us. */
+		char t0_text[24];
+		snprintf(t0_text, sizeof(t0_text), "%lld", (long long)t0);
+		setenv("MINIVMM_T0_NS", t0_text, 1);
 		execvp(argv[i], argv + i);
 		fprintf(stderr, "first-byte: %s: %s\n", argv[i], strerror(errno));
 		_exit(127);

@@ -176,3 +176,15 @@ const char *boot_info_copy(int protocol, uint64_t info)
 		return copy_pvh((const struct hvm_start_info *)info);
 	return copy_linux((const uint8_t *)info);
 }
+
+uint64_t boot_info_ram_top_below_4g(void)
+{
+	uint64_t top = 0;
+	for (unsigned i = 0; i < boot_info.e820_count; i++) {
+		const struct e820_entry *e = &boot_info.e820[i];
+		uint64_t end = e->addr + e->size;
+		if (e->type == E820_RAM && end <= (1ull << 32) && end > top)
+			top = end;
+	}
+	return top;
+}

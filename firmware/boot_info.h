@@ -31,5 +31,7 @@ extern struct boot_info boot_info;
 
 /* Copy everything we need out of the loader's structures. Returns NULL or an error. */
 const char *boot_info_copy(int protocol, uint64_t info);
+/* The end of the highest e820 RAM range below 4 GiB (the probe maps the low 4 GiB). */
+uint64_t boot_info_ram_top_below_4g(void);
 
 #endif

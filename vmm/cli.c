@@ -13,6 +13,7 @@
 #include "options.h"
 #include "seccomp.h"
 #include "vmm/base/log.h"
+#include "vmm/base/startup_timing.h"
 
 #define MIN_MEMORY (16ULL << 20)
 #define MAX_MEMORY (1ULL << 40)
@@ -321,6 +322,10 @@ void cli_usage(void)
 	    "  --jail DIR,uid=N,gid=N once set up, chroot into DIR (empty, root's) and run as\n"
 	    "                         uid/gid N (needs root; see Sandboxing in README.md)\n"
 	    "  --quiet                no informational messages on stderr\n"
+	    "  --timing               at exit, print on stderr the start-up time per step, up to\n"
+	    "                         the first serial byte (\"startup-us: ...\"; from exec when\n"
+	    "                         the launcher sets " STARTUP_T0_ENV
+	    "; see docs/performance.md)\n"
 	    "  --help                 this text\n"
 	    "  --version              print the version\n"
 	    "\n"
@@ -350,6 +355,7 @@ enum {
 	OPT_QUIET,
 	OPT_RESTORE,
 	OPT_PAUSED,
+	OPT_TIMING,
 	OPT_HELP,
 	OPT_VERSION,
 	OPT_DEVICE_BASE, /* + index in device_kinds */
@@ -398,6 +404,7 @@ static const struct option base_opts[] = {
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"restore", required_argument, NULL, OPT_RESTORE},
     {"paused", no_argument, NULL, OPT_PAUSED},
+    {"timing", no_argument, NULL, OPT_TIMING},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
 };
@@ -585,6 +592,9 @@ static enum cli_result apply_option(int c, char **argv, struct vm_config *cfg, c
 		break;
 	case OPT_PAUSED:
 		cfg->start_paused = true;
+		break;
+	case OPT_TIMING:
+		cfg->timing = true;
 		break;
 	case OPT_HELP:
 		cli_usage();

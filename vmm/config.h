@@ -48,6 +48,7 @@ struct vm_config {
 	bool populate;
 	bool seccomp; /* run under the system-call allow-list (vmm/seccomp.c) */
 	bool quiet;
+	bool timing; /* --timing: report the start-up steps (vmm/base/startup_timing.h) */
 	enum console_kind console;
 	const char *console_path; /* file=: console_path_len bytes (not NUL-terminated) */
 	size_t console_path_len;

@@ -78,18 +78,3 @@ int write_whole_file(const char *path, const char *what, const uint8_t *buf, siz
 	}
 	return 0;
 }
-
-int open_parent_dir(const char *path, const char **name)
-{
-	const char *slash = strrchr(path, '/');
-	*name = slash ? slash + 1 : path;
-	if (!slash)
-		return open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	size_t len = slash == path ? 1 : (size_t)(slash - path);
-	char *dir = strndup(path, len);
-	if (!dir)
-		return -1;
-	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	free(dir);
-	return fd;
-}

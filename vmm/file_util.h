@@ -14,8 +14,4 @@ int read_whole_file(const char *path, const char *what, size_t max_size, uint8_t
  * Returns 0 or -1 (logged, naming what). */
 int write_whole_file(const char *path, const char *what, const uint8_t *buf, size_t size);
 
-/* Open (O_PATH) the directory that holds path and point *name at path's last component, so
- * that the file can still be removed after a chroot (unlinkat). Returns the fd or -1. */
-int open_parent_dir(const char *path, const char **name);
-
 #endif

@@ -30,6 +30,7 @@
 #include "virtio_devices.h"
 #include "vm.h"
 #include "vmm/base/log.h"
+#include "vmm/base/startup_timing.h"
 
 #define CMDLINE_BUF_SIZE 65536
 
@@ -37,6 +38,7 @@
 static void serial_tx(void *opaque, uint8_t byte)
 {
 	console_write(((struct vm *)opaque)->console, byte);
+	startup_first_byte();
 }
 
 static void set_irq(void *opaque, int gsi, int level)
@@ -114,6 +116,7 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg, const char *cm
 	if (cfg->initrd_path &&
 	    read_whole_file(cfg->initrd_path, "initrd", cfg->memory_bytes, &initrd, &initrd_size))
 		goto out;
+	startup_mark(STARTUP_LOAD);
 	struct boot_args args = {
 	    .kernel = kernel,
 	    .kernel_size = kernel_size,
@@ -144,6 +147,7 @@ static int load_guest(struct vm *vm, const struct vm_config *cfg, const char *cm
 		log_error("guest memory too small for the boot page tables");
 		goto out;
 	}
+	startup_mark(STARTUP_TABLES);
 	log_info("loaded %s as %s, entry 0x%llx%s", cfg->kernel_path, entry->format,
 		 (unsigned long long)entry->rip,
 		 entry->protocol == BOOT_PVH ? " (PVH, 32-bit)" : " (64-bit)");
@@ -169,7 +173,10 @@ static void log_io_thread(struct vm *vm)
 static int install_io_filter(void *opaque)
 {
 	char err[160];
-	if (seccomp_install(opaque, SECCOMP_IO, err, sizeof(err)) == 0)
+	startup_mark(STARTUP_THREADS); /* the main thread waits for this one */
+	int rc = seccomp_install(opaque, SECCOMP_IO, err, sizeof(err));
+	startup_mark(STARTUP_SECCOMP);
+	if (rc == 0)
 		return 0;
 	log_error("I/O thread: %s", err);
 	return -1;
@@ -247,6 +254,7 @@ static int install_process_filter(struct vm *vm, const struct vm_config *cfg,
 	vm->seccomp = cfg->seccomp ? sandbox : NULL;
 	if (cfg->seccomp)
 		seccomp_arm_thread_filters(sandbox); /* blk workers, console input, populate */
+	startup_mark(STARTUP_SECCOMP);
 	log_info("seccomp: %s", cfg->seccomp	       ? "system-call allow-lists installed"
 				: seccomp_default_on() ? "off (--seccomp off)"
 						       : "off (sanitizer build)");
@@ -262,6 +270,7 @@ static int start_guest(struct vm *vm, const struct vm_config *cfg, struct seccom
 			     vm->seccomp ? install_io_filter : NULL, sandbox))
 		return -1;
 	log_io_thread(vm);
+	startup_mark(STARTUP_THREADS); /* the last main-thread mark: vCPU 0 takes over */
 	if (vcpus_start(vm))
 		return -1;
 	*ran = true;
@@ -307,6 +316,7 @@ static int restore(struct vm *vm, const struct snapshot_state *snap, const struc
 
 int main(int argc, char **argv)
 {
+	int64_t main_ns = startup_now_ns(); /* one clock read; used only with --timing */
 	if (argc > 1 && !strcmp(argv[1], SOCK_REAPER_ARG))
 		return sock_reaper_main(argc, argv); /* removes the control socket at exit */
 	if (argc > 1 && !strcmp(argv[1], "ctl"))
@@ -323,6 +333,9 @@ int main(int argc, char **argv)
 	case CLI_RUN:
 		break;
 	}
+	if (cfg.timing)
+		startup_timing_enable(main_ns);
+	startup_mark(STARTUP_ARGS);
 	log_set_quiet(cfg.quiet);
 	int sig_fd = block_stop_signals();
 
@@ -364,12 +377,14 @@ int main(int argc, char **argv)
 	vm.pci = &pci;
 	if (virtio_devices_create(&virtio, &vm, cmdline, CMDLINE_BUF_SIZE))
 		goto out_devices;
+	startup_mark(STARTUP_DEVICES);
 	vm.virtio = &virtio;
 	if (!snap && load_guest(&vm, &cfg, cmdline, &virtio, &entry))
 		goto out_devices;
 	attach_console(&vm, &console);
 	if (add_legacy_devices(&vm, &legacy))
 		goto out_devices;
+	startup_mark(STARTUP_DEVICES);
 	status = EXIT_VMM_ERROR;
 	if (vcpus_create(&vm, snap ? NULL : &entry))
 		goto out_vcpus;
@@ -387,6 +402,7 @@ int main(int argc, char **argv)
 		status = EXIT_USAGE;
 		goto out_vcpus;
 	}
+	startup_mark(STARTUP_OTHER);
 	if (install_process_filter(&vm, &cfg, &sandbox, api != NULL) ||
 	    start_guest(&vm, &cfg, &sandbox, &ran))
 		goto out_vcpus;
@@ -409,6 +425,7 @@ out_vm:
 		close(sig_fd);
 	if (ran)
 		log_info("exit status %d", status);
+	startup_timing_report();
 	cli_free_config(&cfg);
 	return status;
 }

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "seccomp.h"
 #include "vmm/base/log.h"
+#include "vmm/base/startup_timing.h"
 
 /* Signal used to kick a vCPU thread out of KVM_RUN; its handler does nothing. */
 #define SIG_VCPU_KICK SIGUSR1
@@ -50,6 +51,7 @@ int vcpus_create(struct vm *vm, const struct boot_entry *entry)
 		if (i == 0 && entry && x86_vcpu_set_boot_regs(v->fd, entry))
 			return -1;
 	}
+	startup_mark(STARTUP_VCPUS);
 	return 0;
 }
 
@@ -145,6 +147,8 @@ static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
 	struct vm *vm = v->vm;
+	/* Only the boot vCPU's path to its first KVM_RUN is part of the start-up chain. */
+	bool timed = v->index == 0;
 	v->tid = (pid_t)syscall(SYS_gettid);
 	char name[16];
 	snprintf(name, sizeof(name), "vcpu%d", v->index);
@@ -157,12 +161,18 @@ static void *vcpu_thread(void *arg)
 	}
 	/* Narrow this thread's system calls before it runs guest code. */
 	char err[160];
+	if (timed)
+		startup_mark(STARTUP_THREADS);
 	if (vm->seccomp && seccomp_install(vm->seccomp, SECCOMP_VCPU, err, sizeof(err))) {
 		log_error("vCPU %d: %s", v->index, err);
 		vm_request_stop(vm, EXIT_VMM_ERROR);
 	}
+	if (timed && vm->seccomp)
+		startup_mark(STARTUP_SECCOMP);
 	pthread_barrier_wait(&vm->start_barrier); /* thread ready, tid known */
 	pthread_barrier_wait(&vm->start_barrier); /* main thread printed the table */
+	if (timed)
+		startup_mark(STARTUP_THREADS);
 
 	while (!vm_is_stopping(vm)) {
 		if (__atomic_load_n(&vm->pause_requested, __ATOMIC_SEQ_CST)) {

@@ -12,6 +12,7 @@
 #include "kvm_util.h"
 #include "vmm/base/gsi_routing.h"
 #include "vmm/base/log.h"
+#include "vmm/base/startup_timing.h"
 
 static int add_memory_slots(struct vm *vm)
 {
@@ -64,6 +65,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 		log_error("KVM_CREATE_VM: %s", strerror(errno));
 		return -1;
 	}
+	startup_mark(STARTUP_KVM);
 	int rc = cfg->restore_dir ? guest_mem_init_file(&vm->mem, cfg->memory_bytes, cfg->memory_fd)
 				  : guest_mem_init(&vm->mem, cfg->memory_bytes, cfg->populate);
 	if (rc) {
@@ -71,6 +73,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 			  (unsigned long long)(cfg->memory_bytes >> 20), strerror(-rc));
 		return -1;
 	}
+	startup_mark(STARTUP_MEMORY);
 	if (add_memory_slots(vm) || x86_machine_create(vm->vm_fd))
 		return -1;
 	if (event_loop_init(&vm->loop))
@@ -83,6 +86,7 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 		log_error("eventfd: %s", strerror(errno));
 		return -1;
 	}
+	startup_mark(STARTUP_KVM);
 	return 0;
 }
 

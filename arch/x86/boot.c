@@ -12,6 +12,7 @@
 #include "arch/x86/mptable.h"
 #include "arch/x86/pvh.h"
 #include "devices/i8042.h"
+#include "vmm/base/startup_timing.h"
 
 /* acpi_write puts the RSDP at the start of its region. */
 #define ACPI_RSDP_ADDR ACPI_TABLES_START
@@ -177,6 +178,7 @@ int x86_boot_load(struct guest_mem *mem, const struct boot_args *args, struct bo
 		snprintf(err, errlen, "unrecognised kernel image format (expected bzImage or ELF)");
 		rc = -1;
 	}
+	startup_mark(STARTUP_LOAD); /* the rest is tables */
 	if (rc == 0)
 		rc = mptable_write(mem, MPTABLE_START, MPTABLE_END, args->nr_cpus, err, errlen);
 	/* Both: the MP table for kernels without ACPI (and Linux's MPPARSE), ACPI for the rest. */

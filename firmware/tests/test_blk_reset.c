@@ -37,19 +37,6 @@ static struct {
 static volatile uint8_t statuses[RESET_REQS];
 static uint8_t check_buf[2][4096] __attribute__((aligned(4096)));
 
-/* The highest RAM range below 4 GiB (the probe maps the low 4 GiB): its end. */
-static uint64_t ram_top(void)
-{
-	uint64_t top = 0;
-	for (unsigned i = 0; i < boot_info.e820_count; i++) {
-		const struct e820_entry *e = &boot_info.e820[i];
-		uint64_t end = e->addr + e->size;
-		if (e->type == E820_RAM && end <= (1ull << 32) && end > top)
-			top = end;
-	}
-	return top;
-}
-
 static uint64_t elapsed_us(uint64_t t0)
 {
 	return (rdtsc() - t0) / (virtio_ms_to_cycles(1) / 1000 + 1);
@@ -128,7 +115,7 @@ const char *test_blk_reset(void)
 	if (cmdline_get(boot_info.cmdline, "blkreset.mib", &v, &vn) &&
 	    (!parse_u64(v, vn, false, &mib) || mib == 0 || mib > 1024))
 		return "bad blkreset.mib";
-	uint64_t len = mib * MIB, top = ram_top();
+	uint64_t len = mib * MIB, top = boot_info_ram_top_below_4g();
 	uint64_t alias = (top - len - 16 * MIB) & ~0xfffull;
 	if (top < len + 16 * MIB || alias < (uint64_t)_end)
 		return "blk-reset: not enough RAM above the probe for blkreset.mib";

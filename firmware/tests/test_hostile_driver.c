@@ -33,19 +33,6 @@
 
 static uint8_t race_buf[RACE_BUF_LEN] __attribute__((aligned(64)));
 
-/* End of the highest RAM range below 4 GiB (the probe maps the low 4 GiB). */
-static uint64_t ram_top(void)
-{
-	uint64_t top = 0;
-	for (unsigned i = 0; i < boot_info.e820_count; i++) {
-		const struct e820_entry *e = &boot_info.e820[i];
-		uint64_t end = e->addr + e->size;
-		if (e->type == E820_RAM && end <= (1ull << 32) && end > top)
-			top = end;
-	}
-	return top;
-}
-
 /* Bounded wait: the used index moves (returns 1) or NEEDS_RESET shows (returns 0). */
 static const char *await(struct virtio_dev *d, volatile struct virtq_used *used, uint16_t want,
 			 bool *completed)
@@ -264,7 +251,7 @@ static const char *queue_race(struct virtio_dev *d, uint64_t top)
 
 const char *hostile_driver(struct virtio_dev *victim)
 {
-	uint64_t top = ram_top();
+	uint64_t top = boot_info_ram_top_below_4g();
 	if (top < (64u << 20))
 		return "test=hostile needs at least 64 MiB of RAM below 4 GiB";
 	uint64_t alias = (top - (48u << 20)) & ~0xfffull;

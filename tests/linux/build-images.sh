@@ -89,6 +89,8 @@ rm -f "$L1/l2/rootfs/sbin/init"
 ln -s guest-init "$L1/l2/rootfs/sbin/init"
 mkdir -p "$L1/probe"
 cp "$ROOT/build/firmware/probe.elf" "$ROOT/build/firmware/probe.bzImage" "$L1/probe/"
+# The start-up floor's guest and program (make examples; the startup scenario).
+cp "$ROOT/build/examples/tiny-guest.elf" "$ROOT/build/examples/startup-floor" "$L1/probe/"
 cp "$HERE/host-init.sh" "$L1/init"
 cp "$HERE/scenarios.sh" "$L1/scenarios.sh"
 chmod +x "$L1/init"

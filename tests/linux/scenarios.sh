@@ -447,7 +447,27 @@ sc_snapshot() {
 	[ ! -f $W/.failed ]
 }
 
-ALL_SCENARIOS="console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe snapshot"
+# The start-up floor's four-instruction guest (examples/tiny-guest.S) under minivmm --timing and
+# under examples/startup-floor: its byte out, its exit value, a complete timing line each.
+sc_startup() {
+	local rc=0
+	timeout -s KILL 60 minivmm --kernel /probe/tiny-guest.elf --memory 64M --timing \
+		>$W/startup.out 2>$W/startup.err || rc=$?
+	echo $rc >$W/startup.rc
+	expect_status startup 33 && expect_out startup '!' || return 1
+	grep -q '^minivmm: startup-us: exec=- args=[0-9]*\.[0-9]\{3\} .* guest=[0-9]*\.[0-9]\{3\} total=[0-9]*\.[0-9]\{3\} from=main first_byte=yes$' \
+		$W/startup.err || { fail "startup: no complete timing line"; return 1; }
+	grep 'startup-us' $W/startup.err
+	rc=0
+	timeout -s KILL 60 /probe/startup-floor >$W/floor.out 2>$W/floor.err || rc=$?
+	echo $rc >$W/floor.rc
+	expect_status floor 33 && expect_out floor '!' || return 1
+	grep -q '^startup-floor: startup-us: exec=- kvm=.* guest=[0-9]*\.[0-9]\{3\} total=.* first_byte=yes$' \
+		$W/floor.err || { fail "floor: no complete timing line"; return 1; }
+	grep 'startup-us' $W/floor.err
+}
+
+ALL_SCENARIOS="console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe startup snapshot"
 
 # run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
 # VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.

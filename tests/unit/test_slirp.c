@@ -555,19 +555,25 @@ static int dns_child(void)
 	return 0;
 }
 
+/* CHILD in a forked process: exit 0 passes, 77 skips the test with WHY_SKIPPED. */
+static void in_child(int (*child)(void), const char *why_skipped)
+{
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0)
+		_exit(child());
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		cr_skip_test("%s", why_skipped);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+}
+
 Test(slirp_dns, guest_queries_reach_the_hosts_nameserver_under_the_filter)
 {
 	if (!seccomp_default_on())
 		cr_skip_test("sanitizer build: its runtime makes calls the filter refuses");
-	pid_t pid = fork();
-	cr_assert_neq(pid, -1);
-	if (pid == 0)
-		_exit(dns_child());
-	int status;
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
-		cr_skip_test("needs root for a private mount namespace and 127.0.0.2:53");
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+	in_child(dns_child, "needs root for a private mount namespace and 127.0.0.2:53");
 }
 
 /* Reading the DNS configuration at set-up sends nothing off the host. In a network namespace
@@ -608,13 +614,5 @@ static int off_host_child(void)
 
 Test(slirp_dns, set_up_sends_nothing_off_the_host)
 {
-	pid_t pid = fork();
-	cr_assert_neq(pid, -1);
-	if (pid == 0)
-		_exit(off_host_child());
-	int status;
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
-		cr_skip_test("needs root for network namespaces and a veth link");
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+	in_child(off_host_child, "needs root for network namespaces and a veth link");
 }
