@@ -215,11 +215,13 @@ static char *snapshot_request(struct vm *vm, const struct json_object *req)
 	if (!path || path->type != JSON_STRING || !path->str[0])
 		return api_error_response("snapshot needs a string \"path\" (a new directory)");
 	char err[512];
+	uint64_t t0 = monotonic_ns();
 	if (snapshot_save(vm, path->str, err, sizeof(err))) {
 		log_warn("%s", err);
 		return api_error_response(err);
 	}
-	log_info("snapshot written to %s; the VM is paused", path->str);
+	log_info("snapshot written to %s in %.1f ms; the VM is paused", path->str,
+		 (double)(monotonic_ns() - t0) / 1e6);
 	return api_ok_response(NULL, 0);
 }
 
