@@ -327,6 +327,16 @@ struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
 	/* The devices as the command line gave them, in the same order: same windows, slots. */
 	for (uint32_t i = 0; i < st->config.nr_devices; i++) {
 		const struct snapshot_device *d = &st->devices[i];
+		if (strcmp(d->flag, "rng") && strcmp(d->flag, "disk")) {
+			/* Only what snapshot_save writes: a crafted file gets no other kind. */
+			log_error(
+			    "cannot restore: device %u: --%s devices are not restored by this "
+			    "version",
+			    i, d->flag);
+			close(cfg->memory_fd);
+			free(st);
+			return NULL;
+		}
 		if (cli_add_device(cfg, d->flag, d->spec, err, sizeof(err)) ||
 		    cfg->devices[i].transport != (enum virtio_transport_kind)d->transport) {
 			log_error("cannot restore: device %u (--%s %s): %s", i, d->flag, d->spec,

@@ -13,6 +13,10 @@
 #include "devices/serial.h"
 #include "devices/virtio/mmio.h"
 #include "devices/virtio/pci.h"
+#include "log_capture.h"
+#include "vmm/cli.h"
+#include "vmm/device_registry.h"
+#include "vmm/snapshot.h"
 #include "vmm/snapshot_files.h"
 #include "vmm/snapshot_format.h"
 
@@ -630,4 +634,48 @@ Test(snapshot_virtio, pci_replay_reaches_the_same_state)
 	cr_assert_not_null(b.vqs[0].avail, "queue 0 is not live");
 	virtio_pci_cleanup(&pa);
 	virtio_pci_cleanup(&pb);
+}
+
+/* ---- --restore's set-up from a snapshot: the machine and its devices come from it ---- */
+
+static int restore_open(struct vm_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->restore_dir = dir;
+	log_capture_clear();
+	back = snapshot_restore_open(cfg);
+	return back ? 0 : -1;
+}
+
+Test(snapshot, restore_takes_machine_and_devices_from_the_snapshot)
+{
+	st->config.nr_devices = 1;
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
+	snprintf(st->devices[0].spec, sizeof(st->devices[0].spec), "transport=mmio");
+	st->devices[0].transport = TRANSPORT_MMIO;
+	write_snapshot();
+	struct vm_config cfg;
+	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
+	cr_assert_eq(cfg.memory_bytes, MEM);
+	cr_assert_eq(cfg.nr_cpus, 2);
+	cr_assert_eq(cfg.nr_devices, 1);
+	cr_assert_str_eq(cfg.devices[0].kind->flag, "rng");
+	cr_assert_eq(cfg.devices[0].transport, TRANSPORT_MMIO);
+	close(cfg.memory_fd);
+	cli_free_config(&cfg);
+}
+
+/* A crafted snapshot gets no device kind snapshot_save would not have written (a tap, say). */
+Test(snapshot, restore_refuses_kinds_it_does_not_save)
+{
+	st->config.nr_devices = 1;
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "net");
+	snprintf(st->devices[0].spec, sizeof(st->devices[0].spec), "tap=mvt0");
+	write_snapshot();
+	struct vm_config cfg;
+	cr_assert_eq(restore_open(&cfg), -1);
+	cr_assert_eq(cfg.nr_devices, 0, "the device was created");
+	char *log = log_captured();
+	cr_assert(strstr(log, "--net devices are not restored by this version"), "%s", log);
+	free(log);
 }
