@@ -135,6 +135,7 @@ vmm_binary() {
 }
 UDPPERF=build/examples/udpperf
 TAPSEND=build/examples/tapsend
+TCPPERF=build/examples/tcpperf
 
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces, taps)"
 command -v ip >/dev/null || die "ip not found: apt-get install iproute2"
@@ -157,7 +158,8 @@ done
 mkdir -p build/examples
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$UDPPERF" examples/netbench/udpperf.c
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TAPSEND" examples/netbench/tapsend.c
-UDPPERF=$PWD/$UDPPERF TAPSEND=$PWD/$TAPSEND
+cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TCPPERF" examples/netbench/tcpperf.c
+UDPPERF=$PWD/$UDPPERF TAPSEND=$PWD/$TAPSEND TCPPERF=$PWD/$TCPPERF
 
 # ---------------------------------------------------------------------------------------------
 # Clean-up of everything we create; registered before anything is created.
