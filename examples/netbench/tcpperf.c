@@ -162,6 +162,16 @@ static bool drain_to_eof(int fd, const struct opts *o)
 	}
 }
 
+// The connection's MSS (what the kernel sends in a segment), or -1.
+static int mss_of(int fd)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+	if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &v, &len) < 0)
+		return -1;
+	return v;
+}
+
 static void print_rate(unsigned long long bytes, double secs)
 {
 	printf(" bytes=%llu secs=%.3f mbps=%.2f", bytes, secs,
@@ -173,7 +183,7 @@ static int run_send(const struct opts *o)
 	static uint8_t buf[CHUNK];
 	unsigned long long total = (unsigned long long)o->mib << 20, sent = 0;
 	double t0 = now_s();
-	int fd = connect_to(o);
+	int fd = connect_to(o), mss = mss_of(fd);
 	const char *err = NULL;
 	while (sent < total && !err) {
 		size_t n = total - sent < CHUNK ? (size_t)(total - sent) : CHUNK;
@@ -201,7 +211,7 @@ static int run_send(const struct opts *o)
 		err = "the peer did not close";
 	double secs = now_s() - t0;
 	close(fd);
-	printf("tcpperf: mode=send");
+	printf("tcpperf: mode=send mss=%d", mss);
 	print_rate(sent, secs);
 	printf(" ok=%d\n", !err);
 	if (err)
@@ -212,7 +222,7 @@ static int run_send(const struct opts *o)
 static int run_recv(const struct opts *o)
 {
 	static uint8_t buf[CHUNK];
-	int fd = accept_one(o);
+	int fd = accept_one(o), mss = mss_of(fd);
 	double t0 = now_s();
 	unsigned long long bytes = 0, bad = 0, first_bad = 0;
 	const char *err = NULL;
@@ -242,7 +252,7 @@ static int run_recv(const struct opts *o)
 		err = "the stream has the wrong length";
 	if (!err && bad)
 		err = "wrong bytes in the stream";
-	printf("tcpperf: mode=recv");
+	printf("tcpperf: mode=recv mss=%d", mss);
 	print_rate(bytes, secs);
 	printf(" bad=%llu first_bad=%llu ok=%d\n", bad, first_bad, !err);
 	if (err)

@@ -34,9 +34,9 @@ serve stream recv --mib 64
 "$TCPPERF" send --dest 127.0.0.1 --port "$PORT" --mib 64 >"$TEST_TMP/send.out" ||
 	fail "stream: tcpperf send failed: $(cat "$TEST_TMP/send.out")"
 wait "$SRV_PID" || fail "stream: tcpperf recv failed: $(cat "$TEST_TMP/stream.out" "$TEST_TMP/stream.err")"
-grep -Eq '^tcpperf: mode=recv bytes=67108864 secs=[0-9.]+ mbps=[0-9.]+ bad=0 first_bad=0 ok=1$' \
+grep -Eq '^tcpperf: mode=recv mss=[0-9]+ bytes=67108864 secs=[0-9.]+ mbps=[0-9.]+ bad=0 first_bad=0 ok=1$' \
 	"$TEST_TMP/stream.out" || fail "stream: $(cat "$TEST_TMP/stream.out")"
-grep -Eq '^tcpperf: mode=send bytes=67108864 .* ok=1$' "$TEST_TMP/send.out" ||
+grep -Eq '^tcpperf: mode=send mss=[0-9]+ bytes=67108864 .* ok=1$' "$TEST_TMP/send.out" ||
 	fail "stream: $(cat "$TEST_TMP/send.out")"
 
 # One byte flipped in 4 MiB: the receiver finds it and fails.
