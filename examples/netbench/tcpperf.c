@@ -3,7 +3,8 @@
 //
 //   tcpperf send --dest IP [--port P] [--mib N] [--flip OFFSET] [--wait-secs N] [--idle-ms N]
 //   tcpperf recv [--port P] [--bind IP] [--mib N] [--wait-secs N] [--idle-ms N]  (alias: sink)
-//   tcpperf rr-server [--port P] [--bind IP] [--size S] [--wait-secs N] [--idle-ms N]
+//   tcpperf rr-server [--port P] [--bind IP] [--size S] [--flip OFFSET] [--wait-secs N]
+//                     [--idle-ms N]
 //   tcpperf rr --dest IP [--port P] [--size S] [--secs N] [--timeout-ms N]
 //
 // The stream: byte i is (i * 131 + (i >> 9)) mod 256, as the probe's tcp_stream sends and its
@@ -15,7 +16,8 @@
 //            closes and checks every byte; bad= counts wrong bytes, first_bad= the first one's
 //            offset. With --mib N the stream must be exactly N MiB. Rate over accept..close.
 // rr-server  accepts one connection and echoes requests of --size bytes (each read whole,
-//            then sent back) until the peer closes; TCP_NODELAY.
+//            then sent back) until the peer closes; TCP_NODELAY. --flip OFFSET echoes byte
+//            OFFSET of all it sends wrong (to test a client's check).
 // rr         connects and does request/response of --size bytes (default 64) for --secs
 //            seconds (default 2): each request is the stream at the transaction's offset, so a
 //            reply must echo this request to count (else bad=); latency percentiles in us.
@@ -287,6 +289,10 @@ static int run_rr_server(const struct opts *o)
 	unsigned long long trans = 0;
 	int r;
 	while ((r = move_all(fd, buf, (size_t)o->size, true, o)) == 0) {
+		unsigned long long at = trans * (unsigned long long)o->size;
+		if (o->flip >= 0 && (unsigned long long)o->flip >= at &&
+		    (unsigned long long)o->flip < at + (unsigned long long)o->size)
+			buf[(unsigned long long)o->flip - at] ^= 0x01;
 		if ((r = move_all(fd, buf, (size_t)o->size, false, o)))
 			break;
 		trans++;

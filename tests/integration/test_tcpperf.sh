@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # examples/netbench/tcpperf.c host to host over 127.0.0.1 (no guest, no /dev/kvm): a 64 MiB
 # stream with every byte checked, a stream with one byte flipped or cut short (caught: bad=,
-# non-zero exit), and request/response with ordered latency percentiles.
+# non-zero exit), and request/response with ordered latency percentiles (a wrong echo caught).
 source "$(dirname "$0")/lib.sh"
 command -v cc >/dev/null || skip "no C compiler"
 
@@ -65,6 +65,15 @@ grep -q "^tcpperf: mode=rr-server size=300 trans=$trans ok=1$" "$TEST_TMP/rrsrv.
 awk -v a="$(field "$TEST_TMP/rr.out" lat_us_p50)" -v b="$(field "$TEST_TMP/rr.out" p90)" \
 	-v c="$(field "$TEST_TMP/rr.out" p99)" 'BEGIN { exit !(a > 0 && a <= b && b <= c) }' ||
 	fail "rr: percentiles out of order: $(cat "$TEST_TMP/rr.out")"
+
+# An echo with one byte wrong (in the 3rd request): the client stops there and fails.
+serve rrbad rr-server --size 300 --flip 650
+if "$TCPPERF" rr --dest 127.0.0.1 --port "$PORT" --size 300 --secs 5 >"$TEST_TMP/rrbad.out" 2>&1; then
+	fail "rrbad: tcpperf rr took a wrong echo: $(cat "$TEST_TMP/rrbad.out")"
+fi
+grep -q '^tcpperf: mode=rr size=300 trans=2 .* bad=1 ok=0$' "$TEST_TMP/rrbad.out" ||
+	fail "rrbad: $(cat "$TEST_TMP/rrbad.out")"
+wait "$SRV_PID" || true
 
 # A bad command line is a usage error.
 "$TCPPERF" bogus 2>/dev/null

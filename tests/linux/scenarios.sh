@@ -399,7 +399,8 @@ tcpperf_start() {
 }
 
 # The probe's own TCP against L1's Linux on a tap, every byte checked by the receiver:
-# tcp_stream into tcpperf recv, tcpperf send into tcp_sink, tcp_rr against tcpperf rr-server.
+# tcp_stream into tcpperf recv, tcpperf send into tcp_sink, tcp_rr against tcpperf rr-server;
+# one wrong byte into tcp_sink, and one in tcp_rr's echo, make the guest fail.
 sc_probe_tcp() {
 	taps mvt0 || return 1
 	tcpperf_start recv recv --mib 16 || return 1
@@ -439,6 +440,15 @@ sc_probe_tcp() {
 	grep -q "^tcpperf: mode=rr-server size=256 trans=$trans ok=1$" $W/rrsrv.out ||
 		fail "rr: the guest counted $trans, the server: $(cat $W/rrsrv.out)"
 	grep '^probe: tcp_rr size' $W/rr.out
+	# An echo with one byte wrong (in the 3rd response): the guest stops there and fails.
+	tcpperf_start rrbad rr-server --size 256 --flip 600 || return 1
+	probe_run rrb tcp_rr net.peer_port=9001 net.size=256 net.secs=5
+	wait $PROBE_JOB
+	wait $TOOL_JOB
+	[ "$(status_of rrb)" != 0 ] || fail "rrb: the probe took a wrong echo"
+	expect_out rrb '^probe: tcp_rr size=256 trans=2 .* bad=1 ' &&
+		expect_out rrb '^probe: FAIL tcp_rr: a reply that is not the echo' || return 1
+	grep '^probe: FAIL' $W/rrb.out
 	untaps mvt0
 }
 
