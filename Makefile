@@ -43,7 +43,13 @@ include firmware/firmware.mk
 
 # The start-up floor (examples/bench-boot.sh --startup): a program that does only what any KVM
 # VMM must to get a serial byte out, and the four-instruction PVH guest both boot.
-examples: $(BUILD)/examples/startup-floor $(BUILD)/examples/tiny-guest.elf
+examples: $(BUILD)/examples/startup-floor $(BUILD)/examples/tiny-guest.elf \
+	$(BUILD)/examples/tcpperf
+
+# The host end of the probe's TCP (examples/netbench.sh --proto tcp, the nested probe_tcp).
+$(BUILD)/examples/tcpperf: examples/netbench/tcpperf.c examples/netbench/tool.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -Wall -Wextra -Werror -O2 -o $@ $<
 
 $(BUILD)/examples/startup-floor: examples/startup-floor.c
 	@mkdir -p $(dir $@)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2034,SC2054 # R_* are read through ${!name}; -M takes commas
-# netbench.sh: UDP benchmarks of a guest's virtio-net device, netperf UDP_STREAM style.
+# netbench.sh: UDP (or TCP) benchmarks of a guest's virtio-net device, netperf UDP_STREAM style.
 #
 # usage: examples/netbench.sh [--dir g2h|h2g|rr|pps|g2g] [--config CFG | --compare CFG_A CFG_B]
+#            [--proto udp|tcp] [--mib N]
 #            [--sizes "32 64 ..."] [--secs N] [--buf BYTES] [--vcpu-pin CPULIST]
 #            [--io-pin CPULIST] [--host-pin CPULIST] [--timeout SEC] [--json] [--keep-logs]
 #            [--probe-args "WORDS"]   (extra words for the probe, e.g. net.txwait=halt)
@@ -14,6 +15,14 @@
 #   rr   guest udp_rr <-> host echo: transactions/s and latency percentiles
 #   pps  guest pktgen -> host sink: packets/s (the probe sends minimum frames: 18-byte datagrams)
 #   g2g  two guests on a bridge: guest A udp_stream -> guest B udp_sink
+#
+# --proto tcp (g2h, h2g, rr): the probe's own TCP against Linux's (build/examples/tcpperf):
+#   g2h  guest tcp_stream -> host `tcpperf recv`, which checks every byte: throughput as received
+#   h2g  host `tcpperf send` -> guest tcp_sink, which checks every byte: throughput as received
+#   rr   guest tcp_rr <-> host `tcpperf rr-server`: transactions/s and latency percentiles
+#   A stream row moves --mib MiB (default 64) on one connection, whatever --sizes says; its
+#   Message Size column is the MSS the guest used. The socket size, packets/s, loss and VMM CPU
+#   columns are "-" for TCP. A row fails if a byte arrives wrong.
 #
 # Configurations (CFG, default minivmm:):
 #   minivmm[:OPTS]  build/minivmm, --net tap=TAP,transport=mmio,mac=..,OPTS  (OPTS: tx=bh,...)
@@ -72,6 +81,8 @@ ROUNDS=1
 CEILING=0
 PROFILE=0
 CONFIGS=()
+PROTO=udp
+MIB=64
 
 # shellcheck source=examples/lib/bench-common.sh
 source "$(dirname "$0")/lib/bench-common.sh"
@@ -88,9 +99,18 @@ compare_arg() {
 bench_args --dir=DIR --sizes=SIZES --secs=SECS --probe-args=PROBE_ARGS? --buf=BUF \
 	--config@config_arg --compare@compare_arg --vcpu-pin=VCPU_PIN --io-pin=IO_PIN \
 	--host-pin=HOST_PIN --timeout=TIMEOUT --rounds=ROUNDS --ceiling+CEILING --profile+PROFILE \
-	--json+JSON --keep-logs+KEEP_LOGS -- "$@"
+	--json+JSON --keep-logs+KEEP_LOGS --proto=PROTO --mib=MIB -- "$@"
 
 case "$DIR" in g2h | h2g | rr | pps | g2g) ;; *) die "--dir must be g2h, h2g, rr, pps or g2g" ;; esac
+case "$PROTO" in
+udp) ;;
+tcp)
+	[[ "$DIR" == g2h || "$DIR" == h2g || "$DIR" == rr ]] || die "--proto tcp measures g2h, h2g and rr only"
+	[ "$CEILING" = 0 ] || die "--ceiling is for UDP only"
+	;;
+*) die "--proto must be udp or tcp" ;;
+esac
+[[ "$MIB" =~ ^[1-9][0-9]{0,3}$ ]] || die "--mib must be 1 to 9999"
 bench_positive SECS TIMEOUT
 [[ "$ROUNDS" =~ ^[1-9][0-9]?$ ]] || die "--rounds must be 1 to 99"
 [[ "$BUF" =~ ^[0-9]+$ ]] || die "--buf must be a number of bytes"
@@ -103,6 +123,8 @@ if [ -z "$SIZES" ]; then
 	*) SIZES="32 64 128 256 512 1024 2048 4096 8192 16384 32768 65507" ;;
 	esac
 fi
+# A TCP stream row is one --mib MiB transfer: one "size", the MiB.
+[[ "$PROTO" != tcp || "$DIR" == rr ]] || SIZES=$MIB
 read -r -a SIZE_LIST <<<"${SIZES//,/ }"
 for s in "${SIZE_LIST[@]}"; do
 	if ! [[ "$s" =~ ^[0-9]+$ ]] || [ "$s" -lt 1 ] || [ "$s" -gt 65507 ]; then
@@ -120,7 +142,8 @@ for c in "${CONFIGS[@]}"; do
 	case "$c" in
 	minivmm | minivmm:* | minivmm@* | qemu | qemu:* | netns | netns:) ;;
 	tapwrite | tapwrite:)
-		[[ "$DIR" == g2h || "$DIR" == pps ]] || die "tapwrite: measures g2h and pps only" ;;
+		[[ "$DIR" == g2h || "$DIR" == pps ]] || die "tapwrite: measures g2h and pps only"
+		[ "$PROTO" = udp ] || die "tapwrite: measures UDP only" ;;
 	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns: or tapwrite: ($c)" ;;
 	esac
 done
@@ -135,6 +158,7 @@ vmm_binary() {
 }
 UDPPERF=build/examples/udpperf
 TAPSEND=build/examples/tapsend
+TCPPERF=build/examples/tcpperf
 
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces, taps)"
 command -v ip >/dev/null || die "ip not found: apt-get install iproute2"
@@ -157,7 +181,10 @@ done
 mkdir -p build/examples
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$UDPPERF" examples/netbench/udpperf.c
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TAPSEND" examples/netbench/tapsend.c
-UDPPERF=$PWD/$UDPPERF TAPSEND=$PWD/$TAPSEND
+cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TCPPERF" examples/netbench/tcpperf.c
+UDPPERF=$PWD/$UDPPERF TAPSEND=$PWD/$TAPSEND TCPPERF=$PWD/$TCPPERF
+HOST_TOOL=$UDPPERF
+[ "$PROTO" = udp ] || HOST_TOOL=$TCPPERF
 
 # ---------------------------------------------------------------------------------------------
 # Clean-up of everything we create; registered before anything is created.
@@ -236,22 +263,23 @@ CUR_LINK_KIND=""
 # ---------------------------------------------------------------------------------------------
 # Processes
 
-# host_tool NAME ARGS...: udpperf in the namespace, in the background, stdout in $TMP/NAME.out
+# host_tool NAME ARGS...: udpperf (tcpperf for --proto tcp) in the namespace, in the
+# background, stdout in $TMP/NAME.out
 host_tool() {
 	local name=$1
 	shift
 	local pin=()
 	[ -z "$HOST_PIN" ] || pin=(taskset -c "$HOST_PIN")
 	rm -f "$TMP/$name.ready"
-	ip netns exec "$NS" "${pin[@]}" "$UDPPERF" "$@" --ready-file "$TMP/$name.ready" \
+	ip netns exec "$NS" "${pin[@]}" "$HOST_TOOL" "$@" --ready-file "$TMP/$name.ready" \
 		</dev/null >"$TMP/$name.out" 2>"$TMP/$name.err" &
 	LAST_PID=$!
 	PIDS+=("$LAST_PID")
 	local n=0
 	until [ -e "$TMP/$name.ready" ]; do
-		kill -0 "$LAST_PID" 2>/dev/null || { cat "$TMP/$name.err" >&2; die "udpperf $1 failed"; }
+		kill -0 "$LAST_PID" 2>/dev/null || { cat "$TMP/$name.err" >&2; die "${HOST_TOOL##*/} $1 failed"; }
 		n=$((n + 1))
-		[ $n -lt 500 ] || die "udpperf $1 did not start"
+		[ $n -lt 500 ] || die "${HOST_TOOL##*/} $1 did not start"
 		sleep 0.01
 	done
 }
@@ -270,6 +298,7 @@ guest_start() {
 	[ "$DIR" = g2g ] && peer=${GUEST_IP[1]}
 	local cmdline="test=$test net.ip=${GUEST_IP[$i]}/24 net.peer=$peer net.port=$PORT"
 	cmdline+=" net.peer_port=$PORT net.secs=$secs net.size=$size net.sizes=$size"
+	[ "$PROTO" = udp ] || cmdline+=" net.tcp_mib=$MIB"
 	[ -z "${PROBE_ARGS:-}" ] || cmdline+=" $PROBE_ARGS"
 	local cmd=() ns=$NS
 	case "$kind" in
@@ -297,6 +326,13 @@ guest_start() {
 				--wait-secs "$TIMEOUT" --ready-file "$TMP/$name.ready") ;;
 		udp_rr)
 			cmd=("$UDPPERF" rr --dest "$peer" --port "$PORT" --size "$size" --secs "$secs") ;;
+		tcp_stream)
+			cmd=("$TCPPERF" send --dest "$peer" --port "$PORT" --mib "$MIB") ;;
+		tcp_sink)
+			cmd=("$TCPPERF" recv --port "$PORT" --mib "$MIB" --wait-secs "$TIMEOUT"
+				--ready-file "$TMP/$name.ready") ;;
+		tcp_rr)
+			cmd=("$TCPPERF" rr --dest "$peer" --port "$PORT" --size "$size" --secs "$secs") ;;
 		esac
 		[ -z "$VCPU_PIN" ] || cmd=(taskset -c "$VCPU_PIN" "${cmd[@]}")
 		;;
@@ -418,7 +454,7 @@ guest_wait_ready() {
 # result_line NAME: the guest's result line
 result_line() {
 	tr -d '\r' <"$TMP/$1.out" |
-		grep -E '^(probe: (udp_stream|udp_sink|udp_rr|pktgen) |udpperf: mode=|tapsend: )' |
+		grep -E '^(probe: (udp_stream|udp_sink|udp_rr|pktgen) |probe: (tcp_stream|tcp_sink) bytes=|probe: tcp_rr size=|udpperf: mode=|tcpperf: mode=|tapsend: )' |
 		tail -n 1 || true
 }
 
@@ -511,6 +547,96 @@ guest_against_host() {
 	line=$(result_line "$tag-g")
 }
 
+# host_end PID: the host tool ends by itself once its connection closes; stopped after 5 s
+# (a guest that never connected).
+host_end() {
+	local n=0
+	while kill -0 "$1" 2>/dev/null && [ $n -lt 500 ]; do
+		n=$((n + 1))
+		sleep 0.01
+	done
+	kill -TERM "$1" 2>/dev/null || true
+	wait_pid "$1"
+}
+
+# tcp_failed NAME LINE: the guest (NAME's console) or its stand-in (result LINE) failed a check.
+tcp_failed() {
+	local bad
+	bad=$(kv bad "$2")
+	grep -q '^probe: FAIL' "$TMP/$1.out" 2>/dev/null || [ "$(kv ok "$2")" = 0 ] ||
+		[ "${bad:-0}" != 0 ]
+}
+
+# mss_of NAME LINE: the MSS the guest sent with (its console), or the stand-in's (LINE).
+mss_of() {
+	local m
+	m=$(tr -d '\r' <"$TMP/$1.out" | sed -n 's/^probe: tcp_[a-z]* connected mss=\([0-9]*\).*/\1/p' | tail -n 1)
+	[ -n "$m" ] || m=$(kv mss "$2")
+	echo "$m"
+}
+
+# run_tcp TAG CFG SIZE: one --proto tcp measurement (see run_one).
+run_tcp() {
+	local tag=$1 cfg=$2 size=$3 hpid gpid hl line
+	local pin=()
+	[ -z "$HOST_PIN" ] || pin=(taskset -c "$HOST_PIN")
+	case "$DIR" in
+	g2h)
+		host_tool "$tag-host" recv --bind "$HOST_IP" --port "$PORT" --mib "$MIB" \
+			--wait-secs "$((SECS + TIMEOUT))"
+		hpid=$LAST_PID
+		guest_start "$tag-g" "$cfg" 0 tcp_stream "$size"
+		gpid=$LAST_PID
+		[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
+		wait_pid "$gpid"
+		[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
+		host_end "$hpid"
+		hl=$(cat "$TMP/$tag-host.out")
+		line=$(result_line "$tag-g")
+		[ -n "$hl" ] || { row_failed "$tag-host" "no result from tcpperf recv"; return; }
+		[ "$(kv ok "$hl")" = 1 ] || { row_failed "$tag-host" "tcpperf recv: $hl"; return; }
+		if [ -z "$line" ] || tcp_failed "$tag-g" "$line"; then
+			row_failed "$tag-g" "the guest's stream failed"
+			return
+		fi
+		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl") R_MSZ=$(mss_of "$tag-g" "$line")
+		;;
+	h2g)
+		guest_start "$tag-g" "$cfg" 0 tcp_sink "$size"
+		gpid=$LAST_PID
+		guest_wait_ready "$tag-g" "$gpid" || { row_failed "$tag-g" "the guest sink did not start"; return; }
+		[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
+		hl=$(ip netns exec "$NS" "${pin[@]}" "$TCPPERF" send --dest "${GUEST_IP[0]}" \
+			--port "$PORT" --mib "$MIB" 2>"$TMP/$tag-host.err") || true
+		[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
+		echo "$hl" >"$TMP/$tag-host.out"
+		wait_pid "$gpid"
+		line=$(result_line "$tag-g")
+		[ -n "$line" ] || { row_failed "$tag-g" "no result line from the guest"; return; }
+		! tcp_failed "$tag-g" "$line" || { row_failed "$tag-g" "the guest's check failed: $line"; return; }
+		[ "$(kv ok "$hl")" = 1 ] || { row_failed "$tag-host" "tcpperf send: $hl"; return; }
+		# the host's time (connect to close, three decimals), the rate the guest received
+		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$line") R_MSZ=$(mss_of "$tag-g" "$hl")
+		;;
+	rr)
+		host_tool "$tag-host" rr-server --bind "$HOST_IP" --port "$PORT" --size "$size" \
+			--wait-secs "$((SECS + TIMEOUT))"
+		hpid=$LAST_PID
+		guest_start "$tag-g" "$cfg" 0 tcp_rr "$size"
+		gpid=$LAST_PID
+		[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
+		wait_pid "$gpid"
+		[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
+		host_end "$hpid"
+		line=$(result_line "$tag-g")
+		[ -n "$line" ] || { row_failed "$tag-g" "no result line from the guest"; return; }
+		! tcp_failed "$tag-g" "$line" || { row_failed "$tag-g" "request/response failed: $line"; return; }
+		R_ELAPSED=$(kv secs "$line") R_TPS=$(kv tps "$line") R_RECV=$(kv trans "$line")
+		R_P50=$(kv lat_us_p50 "$line") R_P90=$(kv p90 "$line") R_P99=$(kv p99 "$line")
+		;;
+	esac
+}
+
 # run_one CFG SIZE: one measurement; sets R_SOCK R_ELAPSED R_MBPS R_PPS R_SENT R_RECV R_CPU
 # (us per packet) R_TPS R_P50 R_P90 R_P99 ("" where unknown).
 run_one() {
@@ -525,6 +651,11 @@ run_one() {
 		CUR_LINK_KIND=$link
 	fi
 	local tag="${kind%%@*}-$size-$RANDOM" line hl gpid cpu0 cpu1
+	if [ "$PROTO" = tcp ]; then
+		run_tcp "$tag" "$cfg" "$size"
+		pinned_affinity "$tag"
+		return 0
+	fi
 	case "$DIR" in
 	g2h | pps)
 		local test=udp_stream
@@ -706,7 +837,12 @@ spread() {
 }
 
 table() {
-	case "$DIR" in
+	[ "$PROTO" = udp ] || case "$DIR" in
+	g2h) echo "TCP STREAM TEST from ${GUEST_IP[0]} (guest tcp_stream) to $HOST_IP (host tcpperf recv) : $MIB MiB per run" ;;
+	h2g) echo "TCP STREAM TEST from $HOST_IP (host tcpperf send) to ${GUEST_IP[0]} (guest tcp_sink) : $MIB MiB per run" ;;
+	rr) echo "TCP REQUEST/RESPONSE TEST from ${GUEST_IP[0]} (guest tcp_rr) to $HOST_IP (host tcpperf rr-server) : $SECS s per size" ;;
+	esac
+	[ "$PROTO" = tcp ] || case "$DIR" in
 	g2h) echo "UDP UNIDIRECTIONAL SEND TEST from ${GUEST_IP[0]} (guest) to $HOST_IP (host) : $SECS s per size" ;;
 	h2g) echo "UDP UNIDIRECTIONAL SEND TEST from $HOST_IP (host) to ${GUEST_IP[0]} (guest) : $SECS s per size" ;;
 	pps) echo "UDP PACKET RATE TEST from ${GUEST_IP[0]} (guest pktgen) to $HOST_IP (host) : $SECS s per size" ;;
@@ -752,7 +888,7 @@ table() {
 json_num() { if [ -n "$1" ]; then echo "$1"; else echo null; fi; }
 
 if [ "$JSON" = 1 ]; then
-	printf '{"dir":"%s","secs":%s,"rounds":%s,"host_ip":"%s","configs":[' "$DIR" "$SECS" "$ROUNDS" "$HOST_IP"
+	printf '{"dir":"%s","proto":"%s","secs":%s,"rounds":%s,"host_ip":"%s","configs":[' "$DIR" "$PROTO" "$SECS" "$ROUNDS" "$HOST_IP"
 	for ((c = 0; c < NCFG; c++)); do
 		[ $c = 0 ] || printf ','
 		printf '"%s"' "${CONFIGS[$c]}"

@@ -49,6 +49,8 @@ static const struct {
     {"bulk_send", test_bulk_send},
     {"bulk_recv", test_bulk_recv},
     {"tcp_stream", test_tcp_stream},
+    {"tcp_sink", test_tcp_sink},
+    {"tcp_rr", test_tcp_rr},
     {"virtio-bench", test_virtio_bench},
 };
 

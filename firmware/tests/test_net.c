@@ -199,3 +199,13 @@ const char *test_tcp_stream(void)
 {
 	return run(net_tcp_stream);
 }
+
+const char *test_tcp_sink(void)
+{
+	return run(net_tcp_sink);
+}
+
+const char *test_tcp_rr(void)
+{
+	return run(net_tcp_rr);
+}

@@ -1,11 +1,12 @@
 /*
  * Network benchmark programs for the probe (test=serve|udp_stream|udp_rr|udp_sink|pktgen|
- * bulk_send|bulk_recv|tcp_stream) on the first virtio-net device; see net.h for the stack and its
- * net.* words.
+ * bulk_send|bulk_recv|tcp_stream|tcp_sink|tcp_rr) on the first virtio-net device; see net.h for the
+ * stack and its net.* words.
  */
 #ifndef TEST_NET_H
 #define TEST_NET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The test= programs: each brings the interface up first and reports its statistics last. */
@@ -17,6 +18,8 @@ const char *test_pktgen(void);
 const char *test_bulk_send(void);
 const char *test_bulk_recv(void);
 const char *test_tcp_stream(void);
+const char *test_tcp_sink(void);
+const char *test_tcp_rr(void);
 
 /* Shared by the programs (test_net.c). */
 uint64_t net_arg(const char *key, uint64_t def);
@@ -33,5 +36,20 @@ const char *net_udp_rr(void);
 const char *net_bulk_send(void); /* test_net_bulk.c */
 const char *net_bulk_recv(void);
 const char *net_tcp_stream(void); /* test_tcp_stream.c */
+const char *net_tcp_sink(void);	  /* test_tcp_sink.c */
+const char *net_tcp_rr(void);	  /* test_tcp_rr.c */
+
+/* Byte k of the TCP test stream (tcp_stream sends it, tcp_sink and tcpperf check it). */
+static inline uint8_t net_tcp_pattern(uint64_t k)
+{
+	return (uint8_t)(k * 131 + (k >> 9));
+}
+/* Poll the TCP stack until done(id) or ms pass; false on a timeout or a NIC error. */
+bool net_tcp_wait(bool (*done)(int), int id, unsigned ms);
+
+/* net_lat.c: a latency histogram (ns) and its percentiles, for the rr programs. */
+void net_lat_reset(void);
+void net_lat_add(uint64_t ns);
+uint64_t net_lat_percentile(unsigned pct);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * udp_rr: one request of net.size bytes at a time to the peer's echo service; latency per
- * transaction from the TSC into a log-linear histogram (16 buckets per power of two).
+ * transaction from the TSC into the histogram of net_lat.c.
  */
 #include "lib.h"
 #include "net.h"
@@ -8,13 +8,10 @@
 #include "test_net.h"
 #include "x86.h"
 
-#define SUB_BITS      4
-#define NBUCKETS      (64 << SUB_BITS)
 #define RR_TIMEOUT_MS 1000
 #define MAX_LOST      10
 #define SEQ_LEN	      8
 
-static uint32_t hist[NBUCKETS];
 static uint8_t req[UDP_MAX_PAYLOAD] __attribute__((section(".noinit")));
 
 static struct {
@@ -22,34 +19,6 @@ static struct {
 	unsigned size;
 	bool got;
 } rr;
-
-static unsigned bucket(uint64_t ns)
-{
-	if (ns < (1u << SUB_BITS))
-		return (unsigned)ns;
-	unsigned msb = 63 - (unsigned)__builtin_clzll(ns);
-	unsigned sub = (unsigned)(ns >> (msb - SUB_BITS)) & ((1u << SUB_BITS) - 1);
-	return (msb - SUB_BITS + 1) << SUB_BITS | sub;
-}
-
-/* The middle of a bucket, in ns. */
-static uint64_t bucket_mid(unsigned b)
-{
-	if (b < (1u << SUB_BITS))
-		return b;
-	unsigned msb = (b >> SUB_BITS) + SUB_BITS - 1, sub = b & ((1u << SUB_BITS) - 1);
-	uint64_t lo = (1ull << msb) | (uint64_t)sub << (msb - SUB_BITS);
-	return lo + (1ull << (msb - SUB_BITS)) / 2;
-}
-
-static uint64_t percentile(uint64_t total, unsigned pct)
-{
-	uint64_t want = (total * pct + 99) / 100, seen = 0;
-	for (unsigned b = 0; b < NBUCKETS; b++)
-		if ((seen += hist[b]) >= want && want)
-			return bucket_mid(b);
-	return 0;
-}
 
 static void reply(const struct udp_msg *m)
 {
@@ -73,6 +42,7 @@ const char *net_udp_rr(void)
 	for (unsigned i = 0; i < size; i++)
 		req[i] = (uint8_t)i;
 	netif.udp_rx = reply;
+	net_lat_reset();
 	uint64_t window = net_secs_cycles(secs), timeout = virtio_ms_to_cycles(RR_TIMEOUT_MS);
 	uint64_t t0 = rdtsc(), trans = 0, lost = 0, sum_ns = 0, max_ns = 0;
 	while (rdtsc() - t0 < window) {
@@ -93,7 +63,7 @@ const char *net_udp_rr(void)
 			continue;
 		}
 		uint64_t ns = virtio_cycles_to_us((rdtsc() - t) * 1000);
-		hist[bucket(ns)]++;
+		net_lat_add(ns);
 		sum_ns += ns;
 		max_ns = ns > max_ns ? ns : max_ns;
 		trans++;
@@ -103,9 +73,9 @@ const char *net_udp_rr(void)
 	char t[32], tps[32], p50[32], p90[32], p99[32], avg[32], max[32];
 	net_fmt_ratio(t, us, 1000000);
 	net_fmt_ratio(tps, trans * 1000000, us);
-	net_fmt_ratio(p50, percentile(trans, 50), 1000);
-	net_fmt_ratio(p90, percentile(trans, 90), 1000);
-	net_fmt_ratio(p99, percentile(trans, 99), 1000);
+	net_fmt_ratio(p50, net_lat_percentile(50), 1000);
+	net_fmt_ratio(p90, net_lat_percentile(90), 1000);
+	net_fmt_ratio(p99, net_lat_percentile(99), 1000);
 	net_fmt_ratio(avg, trans ? sum_ns / trans : 0, 1000);
 	net_fmt_ratio(max, max_ns, 1000);
 	kprintf("probe: udp_rr size=%lu trans=%lu secs=%s tps=%s lat_us_p50=%s p90=%s p99=%s "

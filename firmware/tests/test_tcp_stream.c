@@ -1,7 +1,8 @@
 /*
  * test=tcp_stream: net.tcp_mib MiB (default 16) of a known pattern over TCP to
  * net.peer:net.peer_port, then a close both ways. Byte i of the stream is
- * (i * 131 + (i >> 9)) mod 256 (tests/unit/test_tcp.c's pattern), for the host to check.
+ * (i * 131 + (i >> 9)) mod 256 (net_tcp_pattern; tests/unit/test_tcp.c's pattern), for the host to
+ * check.
  */
 #include "net.h"
 #include "printf.h"
@@ -18,13 +19,11 @@ static uint8_t chunk[CHUNK];
 static void fill(uint8_t *p, uint64_t from, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t k = from + i;
-		p[i] = (uint8_t)(k * 131 + (k >> 9));
+		p[i] = net_tcp_pattern(from + i);
 	}
 }
 
-/* Poll until done(id) or ms pass; false on timeout. */
-static bool wait_for(bool (*done)(int), int id, unsigned ms)
+bool net_tcp_wait(bool (*done)(int), int id, unsigned ms)
 {
 	uint64_t t0 = rdtsc(), limit = virtio_ms_to_cycles(ms);
 	while (!done(id)) {
@@ -59,7 +58,7 @@ const char *net_tcp_stream(void)
 	const char *err = net_tcp_connect(netif.peer, netif.peer_port, &id);
 	if (err)
 		return err;
-	if (!wait_for(connected, id, CONNECT_MS) || tcp_state(&net_tcp, id) != TCP_ESTABLISHED)
+	if (!net_tcp_wait(connected, id, CONNECT_MS) || tcp_state(&net_tcp, id) != TCP_ESTABLISHED)
 		return "tcp_stream: no connection";
 	struct tcp_conn *c = &net_tcp.conns[id];
 	kprintf("probe: tcp_stream connected mss=%u wscale=%u/%u bytes=%lu\n", c->mss,
@@ -92,9 +91,9 @@ const char *net_tcp_stream(void)
 			return netif.nic.err;
 	}
 	tcp_close(&net_tcp, id);
-	bool acked = wait_for(all_acked, id, STALL_MS);
+	bool acked = net_tcp_wait(all_acked, id, STALL_MS);
 	uint64_t us = virtio_cycles_to_us(rdtsc() - t0);
-	bool closed = wait_for(peer_closed, id, CLOSE_MS);
+	bool closed = net_tcp_wait(peer_closed, id, CLOSE_MS);
 	char secs[32], mbps[32];
 	net_fmt_ratio(secs, us, 1000000);
 	net_fmt_ratio(mbps, total * 8, us);

@@ -1,12 +1,28 @@
 #!/usr/bin/env bash
 # The probe's own TCP (firmware/net/tcp.c) against Linux's, through the user-mode backend on
-# each transport: test=tcp_stream sends 16 MiB of a known pattern to a listener on the host's
-# loopback (reached as 10.0.2.2), which checks every byte and that the stream closes cleanly.
+# each transport:
+# - test=tcp_stream sends 16 MiB of a known pattern to a listener on the host's loopback
+#   (reached as 10.0.2.2), which checks every byte and that the stream closes cleanly;
+# - test=tcp_sink listens in the guest, reached through a hostfwd rule: `tcpperf send` sends it
+#   16 MiB of the pattern, and the guest checks every byte;
+# - test=tcp_rr connects to `tcpperf rr-server` on the host (10.0.2.2) and does
+#   request/response; both ends count the same transactions.
 source "$(dirname "$0")/lib.sh"
 need_kvm
 command -v python3 >/dev/null || skip "python3 is not installed"
+command -v cc >/dev/null || skip "no C compiler"
+
+TCPPERF=$TEST_TMP/tcpperf
+cc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$TCPPERF" "$ROOT/examples/netbench/tcpperf.c" ||
+	fail "cannot build tcpperf"
+
+# free_port: a TCP port on 127.0.0.1 nothing listens on now (for a hostfwd rule).
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
 
 MIB=16
+RR_SIZE=256
 for transport in pci mmio; do
 	name=tcp-$transport
 	sink=$TEST_TMP/$name-sink.out
@@ -21,5 +37,36 @@ for transport in pci mmio; do
 	expect_line "$name" out "^probe: tcp_stream bytes=$((MIB << 20)) "
 	wait "$sink_pid" || { cat "$sink" >&2; fail "$name: the listener's check failed"; }
 	grep -q "^tcp_sink bytes=$((MIB << 20)) bad=0$" "$sink" || { cat "$sink" >&2; fail "$name: $(tail -n1 "$sink")"; }
+
+	# Host to guest: the guest listens on 9000, the host's 127.0.0.1:hport is forwarded to it.
+	name=tcpsink-$transport
+	hport=$(free_port)
+	run_vmm_bg "$name" --kernel "$FW/probe.elf" --memory 256M \
+		--net "user,transport=$transport,hostfwd=tcp:127.0.0.1:$hport-:9000" \
+		--cmdline "test=tcp_sink net.ip=10.0.2.15/24 net.peer=10.0.2.2 net.port=9000 net.tcp_mib=$MIB net.wait=60"
+	wait_line "$name" out '^probe: tcp_sink listening port=9000' 300
+	"$TCPPERF" send --dest 127.0.0.1 --port "$hport" --mib "$MIB" >"$TEST_TMP/$name.send" 2>&1 ||
+		{ cat "$TEST_TMP/$name.send" >&2; show "$name"; fail "$name: tcpperf send failed"; }
+	wait_vmm "$name" 120
+	VMM_PID= # gone: wait_line below must not take that for this name's end
+	expect_probe_pass "$name"
+	expect_line "$name" out "^probe: tcp_sink bytes=$((MIB << 20)) secs=[0-9.]+ mbps=[0-9.]+ bad=0 "
+
+	# Request/response: the guest connects to the host's rr-server.
+	name=tcprr-$transport
+	"$TCPPERF" rr-server --port 0 --size $RR_SIZE --ready-file "$TEST_TMP/$name.port" \
+		>"$TEST_TMP/$name.srv" 2>&1 &
+	srv_pid=$!
+	on_exit "kill $srv_pid 2>/dev/null"
+	wait_line "$name" port '^[0-9]+$' 100
+	port=$(cat "$TEST_TMP/$name.port")
+	run_vmm "$name" 120 --kernel "$FW/probe.elf" --memory 256M --net "user,transport=$transport" \
+		--cmdline "test=tcp_rr net.ip=10.0.2.15/24 net.peer=10.0.2.2 net.peer_port=$port net.size=$RR_SIZE net.secs=1"
+	expect_probe_pass "$name"
+	expect_line "$name" out "^probe: tcp_rr size=$RR_SIZE trans=[1-9][0-9]* .* bad=0 "
+	wait "$srv_pid" || { cat "$TEST_TMP/$name.srv" >&2; fail "$name: tcpperf rr-server failed"; }
+	trans=$(sed -n 's/^probe: tcp_rr size=[0-9]* trans=\([0-9]*\) .*/\1/p' "$TEST_TMP/$name.out")
+	grep -q "^tcpperf: mode=rr-server size=$RR_SIZE trans=$trans ok=1$" "$TEST_TMP/$name.srv" ||
+		fail "$name: the guest counted $trans transactions, the server: $(cat "$TEST_TMP/$name.srv")"
 done
 exit 0

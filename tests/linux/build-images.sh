@@ -91,6 +91,8 @@ mkdir -p "$L1/probe"
 cp "$ROOT/build/firmware/probe.elf" "$ROOT/build/firmware/probe.bzImage" "$L1/probe/"
 # The start-up floor's guest and program (make examples; the startup scenario).
 cp "$ROOT/build/examples/tiny-guest.elf" "$ROOT/build/examples/startup-floor" "$L1/probe/"
+# The host end of the probe's TCP (make examples; the probe_tcp scenario).
+cp "$ROOT/build/examples/tcpperf" "$L1/probe/"
 cp "$HERE/host-init.sh" "$L1/init"
 cp "$HERE/scenarios.sh" "$L1/scenarios.sh"
 chmod +x "$L1/init"

@@ -467,7 +467,88 @@ sc_startup() {
 	grep 'startup-us' $W/floor.err
 }
 
-ALL_SCENARIOS="console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe startup snapshot"
+# probe_run NAME TEST WORDS...: the probe under minivmm on the tap mvt0 (pci), in the
+# background; console in $W/NAME.out, exit status in $W/NAME.rc once it ends (PROBE_JOB).
+probe_run() {
+	local name=$1 test=$2
+	shift 2
+	(
+		rc=0
+		timeout -s KILL 120 minivmm --kernel /probe/probe.elf --memory 256M --net tap=mvt0 \
+			--cmdline "test=$test net.ip=10.0.2.15/24 net.peer=10.0.2.1 $*" </dev/null \
+			>"$W/$name.out" 2>"$W/$name.err" || rc=$?
+		echo $rc >"$W/$name.rc"
+	) &
+	PROBE_JOB=$!
+}
+
+# tcpperf_start NAME ARGS...: /probe/tcpperf listening on 10.0.2.1:9001 in the background
+# (output in $W/NAME.out, TOOL_JOB), once it listens.
+tcpperf_start() {
+	local name=$1 i=0
+	shift
+	/probe/tcpperf "$@" --bind 10.0.2.1 --port 9001 --ready-file "$W/$name.ready" \
+		>"$W/$name.out" 2>&1 &
+	TOOL_JOB=$!
+	while [ ! -s "$W/$name.ready" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -s "$W/$name.ready" ] || fail "$name: tcpperf did not listen"
+}
+
+# The probe's own TCP against L1's Linux on a tap, every byte checked by the receiver:
+# tcp_stream into tcpperf recv, tcpperf send into tcp_sink, tcp_rr against tcpperf rr-server;
+# one wrong byte into tcp_sink, and one in tcp_rr's echo, make the guest fail.
+sc_probe_tcp() {
+	taps mvt0 || return 1
+	tcpperf_start recv recv --mib 16 || return 1
+	probe_run stream tcp_stream net.peer_port=9001 net.tcp_mib=16
+	wait $PROBE_JOB
+	wait $TOOL_JOB || fail "stream: tcpperf recv: $(cat $W/recv.out)"
+	expect_status stream 0 && expect_out stream '^probe: PASS' || return 1
+	grep -q '^tcpperf: mode=recv mss=[0-9]* bytes=16777216 .* bad=0 first_bad=0 ok=1$' $W/recv.out ||
+		{ fail "stream: $(cat $W/recv.out)"; return 1; }
+	grep '^tcpperf' $W/recv.out
+
+	probe_run sink tcp_sink net.port=9000 net.tcp_mib=16
+	wait_out sink '^probe: tcp_sink listening' 60 || return 1
+	/probe/tcpperf send --dest 10.0.2.15 --port 9000 --mib 16 >$W/send.out 2>&1 ||
+		fail "sink: tcpperf send: $(cat $W/send.out)"
+	wait $PROBE_JOB
+	expect_status sink 0 && expect_out sink '^probe: PASS' || return 1
+	expect_out sink '^probe: tcp_sink bytes=16777216 .* bad=0 ' || return 1
+	grep '^probe: tcp_sink bytes' $W/sink.out
+	# One byte wrong: the guest finds it, and fails.
+	probe_run bad tcp_sink net.port=9000
+	wait_out bad '^probe: tcp_sink listening' 60 || return 1
+	/probe/tcpperf send --dest 10.0.2.15 --port 9000 --mib 4 --flip 3000001 >$W/sendbad.out 2>&1
+	wait $PROBE_JOB
+	[ "$(status_of bad)" != 0 ] || fail "bad: the probe passed a wrong byte"
+	expect_out bad '^probe: tcp_sink bytes=4194304 .* bad=1 first_bad=3000001 ' &&
+		expect_out bad '^probe: FAIL tcp_sink: wrong bytes' || return 1
+	grep '^probe: FAIL' $W/bad.out
+
+	tcpperf_start rrsrv rr-server --size 256 || return 1
+	probe_run rr tcp_rr net.peer_port=9001 net.size=256 net.secs=1
+	wait $PROBE_JOB
+	wait $TOOL_JOB || fail "rr: tcpperf rr-server: $(cat $W/rrsrv.out)"
+	expect_status rr 0 && expect_out rr '^probe: PASS' || return 1
+	local trans=$(sed -n 's/^probe: tcp_rr size=256 trans=\([0-9]*\) .*/\1/p' $W/rr.out)
+	[ "${trans:-0}" -gt 0 ] || { fail "rr: no transactions"; return 1; }
+	grep -q "^tcpperf: mode=rr-server size=256 trans=$trans ok=1$" $W/rrsrv.out ||
+		fail "rr: the guest counted $trans, the server: $(cat $W/rrsrv.out)"
+	grep '^probe: tcp_rr size' $W/rr.out
+	# An echo with one byte wrong (in the 3rd response): the guest stops there and fails.
+	tcpperf_start rrbad rr-server --size 256 --flip 600 || return 1
+	probe_run rrb tcp_rr net.peer_port=9001 net.size=256 net.secs=5
+	wait $PROBE_JOB
+	wait $TOOL_JOB
+	[ "$(status_of rrb)" != 0 ] || fail "rrb: the probe took a wrong echo"
+	expect_out rrb '^probe: tcp_rr size=256 trans=2 .* bad=1 ' &&
+		expect_out rrb '^probe: FAIL tcp_rr: a reply that is not the echo' || return 1
+	grep '^probe: FAIL' $W/rrb.out
+	untaps mvt0
+}
+
+ALL_SCENARIOS="console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe startup snapshot probe_tcp"
 
 # run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
 # VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.
@@ -478,6 +559,7 @@ run_one() {
 	if ( set -u; "sc_$t" ) && [ ! -f "$W/.failed" ]; then rc=PASS; else rc=FAIL; fi
 	killall -KILL minivmm 2>/dev/null
 	killall httpd 2>/dev/null
+	killall tcpperf 2>/dev/null
 	for n in /sys/class/net/mvt*; do [ -e "$n" ] && tunctl -d "$(basename "$n")" >/dev/null; done
 	grep " $W/" /proc/mounts | cut -d' ' -f2 | sort -r | while read -r m; do umount "$m"; done
 	if [ $rc = FAIL ]; then

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# examples/netbench.sh --proto tcp end to end, briefly: g2h, h2g and rr through the script's
+# namespace with the netns: stand-in (tcpperf on both ends: no /dev/kvm needed), and with
+# minivmm and the probe where /dev/kvm works; every row must have moved data with every byte
+# checked, the JSON must say tcp, the UDP-only directions are refused, and nothing the script
+# made may outlive it.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/netns.sh"
+netns_require
+command -v cc >/dev/null || skip "no C compiler"
+
+BENCH=$ROOT/examples/netbench.sh
+export NETBENCH_NS=nbtcp-test-$$
+
+# value JSON CONFIG KEY: KEY of CONFIG's (only) row in netbench's --json output
+value() { grep -o "{\"config\":\"$2\",[^}]*}" <<<"$1" | sed -n "s/.*\"$3\":\([^,}]*\).*/\1/p"; }
+# positive JSON CONFIG KEY
+positive() {
+	local v
+	v=$(value "$@")
+	awk -v v="$v" 'BEGIN { exit !(v + 0 > 0) }' || fail "$2: $3 is '$v' in: $1"
+}
+
+configs=(netns:)
+kvm_usable && configs+=(minivmm:)
+for cfg in "${configs[@]}"; do
+	for dir in g2h h2g rr; do
+		out=$(timeout 120 "$BENCH" --proto tcp --dir $dir --config "$cfg" --mib 16 --secs 1 --json \
+			2>"$TEST_TMP/$dir.err") || { cat "$TEST_TMP/$dir.err"; fail "$cfg $dir failed: $out"; }
+		grep -q "^{\"dir\":\"$dir\",\"proto\":\"tcp\"," <<<"$out" || fail "$cfg $dir: not tcp: $out"
+		if [ $dir = rr ]; then
+			positive "$out" "$cfg" tps
+			positive "$out" "$cfg" transactions
+			awk -v a="$(value "$out" "$cfg" lat_us_p50)" -v b="$(value "$out" "$cfg" lat_us_p90)" \
+				-v c="$(value "$out" "$cfg" lat_us_p99)" 'BEGIN { exit !(a > 0 && a <= b && b <= c) }' ||
+				fail "$cfg rr: percentiles out of order: $out"
+		else
+			positive "$out" "$cfg" mbps
+			positive "$out" "$cfg" elapsed_s
+			# the message size of a stream row is the MSS
+			m=$(value "$out" "$cfg" message_bytes)
+			[ "${m:-0}" -ge 536 ] && [ "$m" -le 1460 ] || fail "$cfg $dir: MSS '$m' in: $out"
+		fi
+	done
+done
+
+# The table, once: TCP's title and the stream columns.
+out=$(timeout 120 "$BENCH" --proto tcp --dir g2h --config netns: --mib 8 2>"$TEST_TMP/table.err") ||
+	{ cat "$TEST_TMP/table.err"; fail "the table run failed: $out"; }
+grep -q '^TCP STREAM TEST from 10.0.2.15 .* : 8 MiB per run$' <<<"$out" || fail "no TCP title: $out"
+grep -Eq '^netns: +- +[0-9]+ +[0-9.]+ +[0-9.]+ ' <<<"$out" || fail "no netns: row: $out"
+
+# What TCP does not measure is refused, with a reason.
+for args in "--dir pps" "--dir g2g" "--ceiling" "--config tapwrite:"; do
+	rc=0
+	# shellcheck disable=SC2086 # the words are separate arguments
+	"$BENCH" --proto tcp $args --secs 1 >/dev/null 2>"$TEST_TMP/refused.err" || rc=$?
+	[ $rc != 0 ] && grep -q 'tcp\|TCP\|UDP only' "$TEST_TMP/refused.err" ||
+		fail "--proto tcp $args: status $rc, $(cat "$TEST_TMP/refused.err")"
+done
+
+ip netns list | grep -qw -- "$NETBENCH_NS" && fail "netbench left its namespace behind"
+for p in $(pgrep -f "build/examples/tcpperf"); do
+	[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$ROOT" ] && fail "netbench left tcpperf running"
+done
+exit 0
