@@ -1,7 +1,6 @@
 #include "snapshot.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +20,11 @@
 #define PAUSE_WAIT_MS	 1000
 #define MSR_TSC_DEADLINE 0x6e0
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 #define IOCTL_OR_FAIL(fd, req, arg, what, idx)                                                     \
 	do {                                                                                       \
 		if (ioctl(fd, req, arg) < 0)                                                       \
-			return fail(err, errlen, "%s (vCPU %d): %s", what, idx, strerror(errno));  \
+			return snapshot_fail(err, errlen, "%s (vCPU %d): %s", what, idx,           \
+					     strerror(errno));                                     \
 	} while (0)
 
 /* Every MSR KVM lists, and the PVM range: those this KVM can read are saved. */
@@ -118,7 +109,8 @@ static int capture_devices(struct vm *vm, struct snapshot_state *st, char *err, 
 		const char *flag = slot->cfg->kind->flag,
 			   *spec = slot->cfg->spec ? slot->cfg->spec : "";
 		if (strlen(flag) >= sizeof(d->flag) || strlen(spec) >= sizeof(d->spec))
-			return fail(err, errlen, "snapshot: --%s options too long to save", flag);
+			return snapshot_fail(err, errlen, "snapshot: --%s options too long to save",
+					     flag);
 		memcpy(d->flag, flag, strlen(flag) + 1);
 		memcpy(d->spec, spec, strlen(spec) + 1);
 		d->transport = slot->cfg->transport;
@@ -140,14 +132,15 @@ static int capture(struct vm *vm, struct snapshot_state *st, char *err, size_t e
 	for (uint32_t c = 0; c < 3; c++) {
 		st->irqchip[c].chip_id = c;
 		if (ioctl(vm->vm_fd, KVM_GET_IRQCHIP, &st->irqchip[c]) < 0)
-			return fail(err, errlen, "KVM_GET_IRQCHIP %u: %s", c, strerror(errno));
+			return snapshot_fail(err, errlen, "KVM_GET_IRQCHIP %u: %s", c,
+					     strerror(errno));
 	}
 	if (ioctl(vm->vm_fd, KVM_GET_PIT2, &st->pit) < 0)
-		return fail(err, errlen, "KVM_GET_PIT2: %s", strerror(errno));
+		return snapshot_fail(err, errlen, "KVM_GET_PIT2: %s", strerror(errno));
 	static uint32_t msr_idx[SNAPSHOT_MAX_MSRS];
 	uint32_t nr_msr_idx;
 	if (msr_candidates(vm->kvm_fd, msr_idx, SNAPSHOT_MAX_MSRS, &nr_msr_idx))
-		return fail(err, errlen, "KVM_GET_MSR_INDEX_LIST: %s", strerror(errno));
+		return snapshot_fail(err, errlen, "KVM_GET_MSR_INDEX_LIST: %s", strerror(errno));
 	for (int i = 0; i < vm->nr_vcpus; i++)
 		if (capture_vcpu(&vm->vcpus[i], msr_idx, nr_msr_idx, &st->vcpus[i], err, errlen))
 			return -1;
@@ -157,7 +150,7 @@ static int capture(struct vm *vm, struct snapshot_state *st, char *err, size_t e
 		return -1;
 	/* Last: the clock stands still from here until the restore sets it. */
 	if (ioctl(vm->vm_fd, KVM_GET_CLOCK, &st->clock) < 0)
-		return fail(err, errlen, "KVM_GET_CLOCK: %s", strerror(errno));
+		return snapshot_fail(err, errlen, "KVM_GET_CLOCK: %s", strerror(errno));
 	return 0;
 }
 
@@ -166,7 +159,7 @@ int snapshot_save(struct vm *vm, const char *dir, char *err, size_t errlen)
 	/* Devices whose state is not saved yet would come back broken: refuse before pausing. */
 	for (int i = 0; i < vm->cfg->nr_devices; i++)
 		if (!kind_supported(vm->cfg->devices[i].kind))
-			return fail(
+			return snapshot_fail(
 			    err, errlen,
 			    "snapshot: --%s devices cannot be saved yet (this version saves "
 			    "the vCPUs, memory, irqchip, serial console and --rng devices)",
@@ -174,14 +167,14 @@ int snapshot_save(struct vm *vm, const char *dir, char *err, size_t errlen)
 	int n = vcpus_pause(vm, PAUSE_WAIT_MS);
 	if (n < vm->nr_vcpus) {
 		vcpus_resume(vm); /* all or nothing, as the socket's pause */
-		return fail(err, errlen, "snapshot: only %d of %d vCPUs paused in time", n,
-			    vm->nr_vcpus);
+		return snapshot_fail(err, errlen, "snapshot: only %d of %d vCPUs paused in time", n,
+				     vm->nr_vcpus);
 	}
 	/* Before anything is read: completions write guest memory and raise interrupts. */
 	quiesce_devices(vm);
 	struct snapshot_state *st = calloc(1, sizeof(*st));
 	if (!st)
-		return fail(err, errlen, "snapshot: out of memory");
+		return snapshot_fail(err, errlen, "snapshot: out of memory");
 	int rc = capture(vm, st, err, errlen) || snapshot_write_dir(dir, st, &vm->mem, err, errlen);
 	free(st);
 	return rc ? -1 : 0;
@@ -208,8 +201,9 @@ static int apply_msrs(int fd, int index, const struct snapshot_vcpu *v, char *er
 			one.e.data = (one.e.data & ~1ULL) | PVM_VIF_HOST_WRITE;
 		}
 		if (ioctl(fd, KVM_SET_MSRS, &one) != 1 && (!pvm || one.e.index == PVM_MSR_VIF))
-			return fail(err, errlen, "vCPU %d: KVM_SET_MSRS refused MSR 0x%x = 0x%llx",
-				    index, one.e.index, (unsigned long long)one.e.data);
+			return snapshot_fail(err, errlen,
+					     "vCPU %d: KVM_SET_MSRS refused MSR 0x%x = 0x%llx",
+					     index, one.e.index, (unsigned long long)one.e.data);
 	}
 	return 0;
 }
@@ -246,16 +240,17 @@ int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, si
 	int nr_devs = vm->virtio ? vm->virtio->nr : 0;
 	if ((int)st->config.nr_cpus != vm->nr_vcpus ||
 	    st->config.memory_bytes != vm->mem.ram_size || (int)st->config.nr_devices != nr_devs)
-		return fail(err, errlen, "the VM does not match the snapshot's configuration");
+		return snapshot_fail(err, errlen,
+				     "the VM does not match the snapshot's configuration");
 	/* The devices first: replaying their set-up may drive INTx lines, which the saved
 	 * irqchip state then overrides. */
 	for (int i = 0; i < nr_devs; i++) {
 		struct virtio_slot *slot = &vm->virtio->slots[i];
 		const struct snapshot_device *d = &st->devices[i];
 		if (slot->cfg->transport != (enum virtio_transport_kind)d->transport)
-			return fail(err, errlen, "device %d: the transport differs", i);
+			return snapshot_fail(err, errlen, "device %d: the transport differs", i);
 		if (is_disk(slot->cfg->kind) && virtio_blk_capacity(slot->model) != d->disk_sectors)
-			return fail(
+			return snapshot_fail(
 			    err, errlen,
 			    "device %d (--disk %s): the image has %llu sectors, the snapshot "
 			    "%llu",
@@ -270,18 +265,19 @@ int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, si
 		struct kvm_irqchip chip = st->irqchip[c];
 		chip.chip_id = (uint32_t)c;
 		if (ioctl(vm->vm_fd, KVM_SET_IRQCHIP, &chip) < 0)
-			return fail(err, errlen, "KVM_SET_IRQCHIP %d: %s", c, strerror(errno));
+			return snapshot_fail(err, errlen, "KVM_SET_IRQCHIP %d: %s", c,
+					     strerror(errno));
 	}
 	if (ioctl(vm->vm_fd, KVM_SET_PIT2, &st->pit) < 0)
-		return fail(err, errlen, "KVM_SET_PIT2: %s", strerror(errno));
+		return snapshot_fail(err, errlen, "KVM_SET_PIT2: %s", strerror(errno));
 	for (int i = 0; i < vm->nr_vcpus; i++)
 		if (apply_vcpu(&vm->vcpus[i], &st->vcpus[i], err, errlen))
 			return -1;
 	if (vm->serial && serial_restore(vm->serial, &st->serial))
-		return fail(err, errlen, "the serial port's saved state is invalid");
+		return snapshot_fail(err, errlen, "the serial port's saved state is invalid");
 	struct kvm_clock_data clock = {.clock = st->clock.clock};
 	if (ioctl(vm->vm_fd, KVM_SET_CLOCK, &clock) < 0)
-		return fail(err, errlen, "KVM_SET_CLOCK: %s", strerror(errno));
+		return snapshot_fail(err, errlen, "KVM_SET_CLOCK: %s", strerror(errno));
 	/* An interrupt raised just before the save may not have reached the saved LAPIC (irqfds
 	 * inject asynchronously): raise one on every live queue now that it is restored. A
 	 * spurious used-buffer interrupt is harmless; a lost one can stall a driver. */
@@ -305,10 +301,10 @@ static bool disk_size_differs(const struct snapshot_device *d, char *err, size_t
 	for (int i = 0; i < opts.n; i++)
 		if (!strcmp(opts.kv[i].key, "path") && stat(opts.kv[i].value, &sb) == 0 &&
 		    S_ISREG(sb.st_mode) && (uint64_t)sb.st_size / 512 != d->disk_sectors) {
-			fail(err, errlen,
-			     "--disk %s: the image has %llu sectors, the snapshot %llu", d->spec,
-			     (unsigned long long)sb.st_size / 512,
-			     (unsigned long long)d->disk_sectors);
+			snapshot_fail(err, errlen,
+				      "--disk %s: the image has %llu sectors, the snapshot %llu",
+				      d->spec, (unsigned long long)sb.st_size / 512,
+				      (unsigned long long)d->disk_sectors);
 			return true;
 		}
 	return false;

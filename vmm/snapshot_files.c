@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,15 +17,6 @@
 #define STATE_MAX    (64u << 20)
 #define MEM_CHUNK    (1u << 20)
 #define CREATE_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC)
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static int write_all(int fd, const void *buf, size_t len, off_t off)
 {
@@ -86,23 +76,23 @@ int snapshot_write_dir(const char *dir, const struct snapshot_state *st,
 {
 	char path[4096];
 	if (strlen(dir) + 32 > sizeof(path))
-		return fail(err, errlen, "snapshot path too long");
+		return snapshot_fail(err, errlen, "snapshot path too long");
 	if (mkdir(dir, 0700) < 0)
-		return fail(err, errlen, "cannot create %s: %s%s", dir, strerror(errno),
-			    errno == EEXIST ? " (the directory must not exist yet)" : "");
+		return snapshot_fail(err, errlen, "cannot create %s: %s%s", dir, strerror(errno),
+				     errno == EEXIST ? " (the directory must not exist yet)" : "");
 	int fd = create(dir, SNAPSHOT_MEMORY, path, sizeof(path));
 	uint32_t mem_crc = 0;
 	if (fd < 0 || write_memory(fd, mem, &mem_crc)) {
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
-		return fail(err, errlen, "%s: %s", path, strerror(e));
+		return snapshot_fail(err, errlen, "%s: %s", path, strerror(e));
 	}
 	close(fd);
 	size_t state_len;
 	uint8_t *state = snapshot_state_write(st, &state_len);
 	if (!state)
-		return fail(err, errlen, "out of memory");
+		return snapshot_fail(err, errlen, "out of memory");
 	uint32_t state_crc = crc32_update(0, state, state_len);
 	fd = create(dir, SNAPSHOT_STATE, path, sizeof(path));
 	if (fd < 0 || write_all(fd, state, state_len, 0) || fsync(fd)) {
@@ -110,7 +100,7 @@ int snapshot_write_dir(const char *dir, const struct snapshot_state *st,
 		free(state);
 		if (fd >= 0)
 			close(fd);
-		return fail(err, errlen, "%s: %s", path, strerror(e));
+		return snapshot_fail(err, errlen, "%s: %s", path, strerror(e));
 	}
 	free(state);
 	close(fd);
@@ -127,7 +117,7 @@ int snapshot_write_dir(const char *dir, const struct snapshot_state *st,
 	size_t hlen;
 	char *header = json_writer_finish(&w, &hlen);
 	if (!header)
-		return fail(err, errlen, "out of memory");
+		return snapshot_fail(err, errlen, "out of memory");
 	header[hlen++] = '\n'; /* the writer leaves room for the NUL this replaces */
 	fd = create(dir, SNAPSHOT_HEADER, path, sizeof(path));
 	if (fd < 0 || write_all(fd, header, hlen, 0) || fsync(fd)) {
@@ -135,7 +125,7 @@ int snapshot_write_dir(const char *dir, const struct snapshot_state *st,
 		free(header);
 		if (fd >= 0)
 			close(fd);
-		return fail(err, errlen, "%s: %s", path, strerror(e));
+		return snapshot_fail(err, errlen, "%s: %s", path, strerror(e));
 	}
 	free(header);
 	close(fd);
@@ -148,11 +138,12 @@ static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len, c
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
-		return fail(err, errlen, "%s: %s", path, strerror(errno));
+		return snapshot_fail(err, errlen, "%s: %s", path, strerror(errno));
 	struct stat sb;
 	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > max) {
 		close(fd);
-		return fail(err, errlen, "%s: not a regular file of at most %zu bytes", path, max);
+		return snapshot_fail(err, errlen, "%s: not a regular file of at most %zu bytes",
+				     path, max);
 	}
 	*buf = malloc((size_t)sb.st_size + 1);
 	size_t got = 0;
@@ -168,7 +159,7 @@ static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len, c
 	if (!*buf || got != (size_t)sb.st_size) {
 		free(*buf);
 		*buf = NULL;
-		return fail(err, errlen, "%s: cannot read it", path);
+		return snapshot_fail(err, errlen, "%s: cannot read it", path);
 	}
 	*len = got;
 	return 0;
@@ -180,7 +171,8 @@ static int header_uint(const struct json_object *h, const char *key, uint64_t ma
 {
 	const struct json_member *m = json_get(h, key);
 	if (!m || m->type != JSON_INT || m->num < 0 || (uint64_t)m->num > max)
-		return fail(err, errlen, "snapshot header: \"%s\" missing or out of range", key);
+		return snapshot_fail(err, errlen, "snapshot header: \"%s\" missing or out of range",
+				     key);
 	*out = (uint64_t)m->num;
 	return 0;
 }
@@ -194,13 +186,13 @@ static int read_header(const char *dir, struct header *h, char *err, size_t errl
 	char path[4096];
 	struct stat sb;
 	if (stat(dir, &sb) < 0)
-		return fail(err, errlen, "%s: %s", dir, strerror(errno));
+		return snapshot_fail(err, errlen, "%s: %s", dir, strerror(errno));
 	if (!S_ISDIR(sb.st_mode))
-		return fail(err, errlen, "%s is not a snapshot directory", dir);
+		return snapshot_fail(err, errlen, "%s is not a snapshot directory", dir);
 	snprintf(path, sizeof(path), "%s/%s", dir, SNAPSHOT_HEADER);
 	if (access(path, F_OK) < 0)
-		return fail(err, errlen, "%s is not a minivmm snapshot (no %s)", dir,
-			    SNAPSHOT_HEADER);
+		return snapshot_fail(err, errlen, "%s is not a minivmm snapshot (no %s)", dir,
+				     SNAPSHOT_HEADER);
 	uint8_t *text;
 	size_t len;
 	if (read_file(path, HEADER_MAX, &text, &len, err, errlen))
@@ -210,18 +202,19 @@ static int read_header(const char *dir, struct header *h, char *err, size_t errl
 	int rc = json_parse_object((const char *)text, len, &o, why, sizeof(why));
 	free(text);
 	if (rc)
-		return fail(err, errlen, "%s: not a snapshot header: %s", path, why);
+		return snapshot_fail(err, errlen, "%s: not a snapshot header: %s", path, why);
 	const struct json_member *f = json_get(&o, "format");
 	if (!f || f->type != JSON_STRING || strcmp(f->str, SNAPSHOT_FORMAT_NAME))
-		return fail(err, errlen, "%s is not a minivmm snapshot (format is not \"%s\")", dir,
-			    SNAPSHOT_FORMAT_NAME);
+		return snapshot_fail(err, errlen,
+				     "%s is not a minivmm snapshot (format is not \"%s\")", dir,
+				     SNAPSHOT_FORMAT_NAME);
 	if (header_uint(&o, "version", UINT32_MAX, &h->version, err, errlen))
 		return -1;
 	if (h->version != SNAPSHOT_VERSION)
-		return fail(err, errlen,
-			    "%s: snapshot format version %" PRIu64
-			    ", this minivmm reads version %d only",
-			    dir, h->version, SNAPSHOT_VERSION);
+		return snapshot_fail(err, errlen,
+				     "%s: snapshot format version %" PRIu64
+				     ", this minivmm reads version %d only",
+				     dir, h->version, SNAPSHOT_VERSION);
 	if (header_uint(&o, "state_bytes", STATE_MAX, &h->state_bytes, err, errlen) ||
 	    header_uint(&o, "state_crc32", UINT32_MAX, &h->state_crc, err, errlen) ||
 	    header_uint(&o, "memory_bytes", INT64_MAX, &h->memory_bytes, err, errlen) ||
@@ -237,16 +230,17 @@ static int open_memory(const char *dir, const struct header *h, int *out, char *
 	snprintf(path, sizeof(path), "%s/%s", dir, SNAPSHOT_MEMORY);
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
-		return fail(err, errlen, "%s: %s", path, strerror(errno));
+		return snapshot_fail(err, errlen, "%s: %s", path, strerror(errno));
 	struct stat sb;
 	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
 		close(fd);
-		return fail(err, errlen, "%s: not a regular file", path);
+		return snapshot_fail(err, errlen, "%s: not a regular file", path);
 	}
 	if ((uint64_t)sb.st_size != h->memory_bytes) {
 		close(fd);
-		return fail(err, errlen, "%s: %lld bytes, expected %" PRIu64 " (truncated?)", path,
-			    (long long)sb.st_size, h->memory_bytes);
+		return snapshot_fail(err, errlen,
+				     "%s: %lld bytes, expected %" PRIu64 " (truncated?)", path,
+				     (long long)sb.st_size, h->memory_bytes);
 	}
 	uint8_t *buf = malloc(MEM_CHUNK);
 	uint32_t c = 0;
@@ -263,7 +257,8 @@ static int open_memory(const char *dir, const struct header *h, int *out, char *
 	free(buf);
 	if (off != h->memory_bytes || c != h->memory_crc) {
 		close(fd);
-		return fail(err, errlen, "%s: checksum mismatch (the file is damaged)", path);
+		return snapshot_fail(err, errlen, "%s: checksum mismatch (the file is damaged)",
+				     path);
 	}
 	*out = fd;
 	return 0;
@@ -283,8 +278,8 @@ int snapshot_open_dir(const char *dir, struct snapshot_state **st, int *memory_f
 		return -1;
 	if (len != h.state_bytes || crc32_update(0, state, len) != h.state_crc) {
 		free(state);
-		return fail(err, errlen, "%s: size or checksum mismatch (the file is damaged)",
-			    path);
+		return snapshot_fail(err, errlen,
+				     "%s: size or checksum mismatch (the file is damaged)", path);
 	}
 	*st = malloc(sizeof(**st));
 	char why[200] = "out of memory";
@@ -292,13 +287,13 @@ int snapshot_open_dir(const char *dir, struct snapshot_state **st, int *memory_f
 		free(state);
 		free(*st);
 		*st = NULL;
-		return fail(err, errlen, "%s: %s", path, why);
+		return snapshot_fail(err, errlen, "%s: %s", path, why);
 	}
 	free(state);
 	if ((*st)->config.memory_bytes != h.memory_bytes) {
 		free(*st);
 		*st = NULL;
-		return fail(err, errlen, "%s: memory size differs from the header", path);
+		return snapshot_fail(err, errlen, "%s: memory size differs from the header", path);
 	}
 	if (open_memory(dir, &h, memory_fd, err, errlen)) {
 		free(*st);

@@ -79,7 +79,7 @@ uint8_t *snapshot_state_write(const struct snapshot_state *st, size_t *len)
 	return w.buf;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+int snapshot_fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -136,13 +136,14 @@ static int check_config(const struct snapshot_config *c, char *err, size_t errle
 {
 	if (c->memory_bytes < (16ULL << 20) || c->memory_bytes > (1ULL << 40) ||
 	    c->memory_bytes & ((1ULL << 20) - 1))
-		return fail(err, errlen, "memory size %llu is not 16M to 1T in whole MiB",
-			    (unsigned long long)c->memory_bytes);
+		return snapshot_fail(err, errlen, "memory size %llu is not 16M to 1T in whole MiB",
+				     (unsigned long long)c->memory_bytes);
 	if (c->nr_cpus < 1 || c->nr_cpus > MAX_VCPUS)
-		return fail(err, errlen, "%u vCPUs (expected 1 to %d)", c->nr_cpus, MAX_VCPUS);
+		return snapshot_fail(err, errlen, "%u vCPUs (expected 1 to %d)", c->nr_cpus,
+				     MAX_VCPUS);
 	if (c->nr_devices > MAX_DEVICES)
-		return fail(err, errlen, "%u virtio devices (at most %d)", c->nr_devices,
-			    MAX_DEVICES);
+		return snapshot_fail(err, errlen, "%u virtio devices (at most %d)", c->nr_devices,
+				     MAX_DEVICES);
 	return 0;
 }
 
@@ -151,7 +152,7 @@ int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *
 {
 	memset(st, 0, sizeof(*st));
 	if (len < MAGIC_LEN || memcmp(buf, SNAPSHOT_STATE_MAGIC, MAGIC_LEN))
-		return fail(err, errlen, "not a minivmm state file (bad magic)");
+		return snapshot_fail(err, errlen, "not a minivmm state file (bad magic)");
 	/* Which records were seen: globals by tag, per-vCPU ones by (vCPU, tag). */
 	bool seen_global[8] = {false}, seen_chip[NR_CHIPS] = {false},
 	     seen_dev[MAX_DEVICES] = {false};
@@ -162,19 +163,20 @@ int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *
 	while (off < len) {
 		uint32_t hdr[3];
 		if (len - off < RECORD_HDR)
-			return fail(err, errlen, "record header cut short at byte %zu", off);
+			return snapshot_fail(err, errlen, "record header cut short at byte %zu",
+					     off);
 		memcpy(hdr, buf + off, sizeof(hdr));
 		off += RECORD_HDR;
 		uint32_t tag = hdr[0], index = hdr[1], size = hdr[2];
 		if (size > len - off)
-			return fail(err, errlen, "record %u at byte %zu runs past the end", tag,
-				    off - RECORD_HDR);
+			return snapshot_fail(err, errlen, "record %u at byte %zu runs past the end",
+					     tag, off - RECORD_HDR);
 		const uint8_t *payload = buf + off;
 		off += size;
 		if (!have_config) {
 			if (tag != SNAP_CONFIG || index || size != sizeof(st->config))
-				return fail(err, errlen,
-					    "the first record is not the configuration");
+				return snapshot_fail(err, errlen,
+						     "the first record is not the configuration");
 			memcpy(&st->config, payload, sizeof(st->config));
 			if (check_config(&st->config, err, errlen))
 				return -1;
@@ -184,70 +186,75 @@ int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *
 		size_t want;
 		void *dst = target(st, tag, index, &want);
 		if (!dst)
-			return fail(err, errlen, "unknown record tag %u", tag);
+			return snapshot_fail(err, errlen, "unknown record tag %u", tag);
 		bool *seen;
 		if (tag >= SNAP_REGS) {
 			if (index >= st->config.nr_cpus)
-				return fail(err, errlen, "record %u for vCPU %u of %u", tag, index,
-					    st->config.nr_cpus);
+				return snapshot_fail(err, errlen, "record %u for vCPU %u of %u",
+						     tag, index, st->config.nr_cpus);
 			seen = &seen_vcpu[index][tag - SNAP_REGS];
 		} else if (tag == SNAP_DEVICE) {
 			if (index >= st->config.nr_devices)
-				return fail(err, errlen, "device %u of %u", index,
-					    st->config.nr_devices);
+				return snapshot_fail(err, errlen, "device %u of %u", index,
+						     st->config.nr_devices);
 			seen = &seen_dev[index];
 		} else if (tag == SNAP_IRQCHIP) {
 			if (index >= NR_CHIPS)
-				return fail(err, errlen, "irqchip %u (expected 0 to 2)", index);
+				return snapshot_fail(err, errlen, "irqchip %u (expected 0 to 2)",
+						     index);
 			seen = &seen_chip[index];
 		} else {
 			if (index)
-				return fail(err, errlen, "record %u has index %u", tag, index);
+				return snapshot_fail(err, errlen, "record %u has index %u", tag,
+						     index);
 			seen = &seen_global[tag];
 		}
 		if (*seen)
-			return fail(err, errlen, "record %u (index %u) appears twice", tag, index);
+			return snapshot_fail(err, errlen, "record %u (index %u) appears twice", tag,
+					     index);
 		*seen = true;
 		if (tag == SNAP_MSRS) {
 			if (size % sizeof(struct kvm_msr_entry) ||
 			    size / sizeof(struct kvm_msr_entry) > SNAPSHOT_MAX_MSRS)
-				return fail(err, errlen, "MSR list of %u bytes for vCPU %u", size,
-					    index);
+				return snapshot_fail(
+				    err, errlen, "MSR list of %u bytes for vCPU %u", size, index);
 			st->vcpus[index].nr_msrs = size / sizeof(struct kvm_msr_entry);
 			memcpy(dst, payload, size);
 			continue;
 		}
 		if (size != want)
-			return fail(err, errlen, "record %u is %u bytes, expected %zu", tag, size,
-				    want);
+			return snapshot_fail(err, errlen, "record %u is %u bytes, expected %zu",
+					     tag, size, want);
 		memcpy(dst, payload, size);
 		if (tag == SNAP_XCRS)
 			st->vcpus[index].has_xcrs = true;
 	}
 	if (!have_config)
-		return fail(err, errlen, "no configuration record");
+		return snapshot_fail(err, errlen, "no configuration record");
 	const struct serial_state *ser = &st->serial;
 	if (ser->rx_count > SERIAL_RX_FIFO || ser->thri_pending > 1 || ser->irq_level > 1)
-		return fail(err, errlen, "the serial port's state is out of range");
+		return snapshot_fail(err, errlen, "the serial port's state is out of range");
 	static const uint32_t global_required[] = {SNAP_CLOCK, SNAP_PIT, SNAP_SERIAL};
 	for (size_t i = 0; i < sizeof(global_required) / sizeof(global_required[0]); i++)
 		if (!seen_global[global_required[i]])
-			return fail(err, errlen, "record %u is missing", global_required[i]);
+			return snapshot_fail(err, errlen, "record %u is missing",
+					     global_required[i]);
 	for (int i = 0; i < NR_CHIPS; i++)
 		if (!seen_chip[i])
-			return fail(err, errlen, "irqchip %d is missing", i);
+			return snapshot_fail(err, errlen, "irqchip %d is missing", i);
 	for (uint32_t i = 0; i < st->config.nr_devices; i++) {
 		const struct snapshot_device *d = &st->devices[i];
 		if (!seen_dev[i])
-			return fail(err, errlen, "device %u is missing", i);
+			return snapshot_fail(err, errlen, "device %u is missing", i);
 		if (!memchr(d->flag, 0, sizeof(d->flag)) || !memchr(d->spec, 0, sizeof(d->spec)) ||
 		    d->transport > TRANSPORT_MMIO)
-			return fail(err, errlen, "device %u: bad kind, options or transport", i);
+			return snapshot_fail(err, errlen,
+					     "device %u: bad kind, options or transport", i);
 	}
 	for (uint32_t v = 0; v < st->config.nr_cpus; v++)
 		for (size_t i = 0; i < sizeof(vcpu_required) / sizeof(vcpu_required[0]); i++)
 			if (!seen_vcpu[v][vcpu_required[i] - SNAP_REGS])
-				return fail(err, errlen, "record %u of vCPU %u is missing",
-					    vcpu_required[i], v);
+				return snapshot_fail(err, errlen, "record %u of vCPU %u is missing",
+						     vcpu_required[i], v);
 	return 0;
 }

@@ -91,4 +91,8 @@ uint8_t *snapshot_state_write(const struct snapshot_state *st, size_t *len);
 int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *st, char *err,
 			 size_t errlen);
 
+/* Formats an error into err (errlen bytes) and returns -1, for `return snapshot_fail(...)`. */
+int snapshot_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -50,3 +50,15 @@ uint64_t net_lat_percentile(unsigned pct)
 			return bucket_mid(b);
 	return 0;
 }
+
+void net_lat_text(struct net_lat_text *t, uint64_t trans, uint64_t us, uint64_t sum_ns,
+		  uint64_t max_ns)
+{
+	net_fmt_ratio(t->secs, us, 1000000);
+	net_fmt_ratio(t->tps, trans * 1000000, us);
+	net_fmt_ratio(t->p50, net_lat_percentile(50), 1000);
+	net_fmt_ratio(t->p90, net_lat_percentile(90), 1000);
+	net_fmt_ratio(t->p99, net_lat_percentile(99), 1000);
+	net_fmt_ratio(t->avg, trans ? sum_ns / trans : 0, 1000);
+	net_fmt_ratio(t->max, max_ns, 1000);
+}

@@ -51,5 +51,11 @@ bool net_tcp_wait(bool (*done)(int), int id, unsigned ms);
 void net_lat_reset(void);
 void net_lat_add(uint64_t ns);
 uint64_t net_lat_percentile(unsigned pct);
+/* An rr program's figures as text: seconds, transactions/s, p50/p90/p99, mean and max (us). */
+struct net_lat_text {
+	char secs[32], tps[32], p50[32], p90[32], p99[32], avg[32], max[32];
+};
+void net_lat_text(struct net_lat_text *t, uint64_t trans, uint64_t us, uint64_t sum_ns,
+		  uint64_t max_ns);
 
 #endif

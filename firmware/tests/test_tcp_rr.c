@@ -95,17 +95,12 @@ const char *net_tcp_rr(void)
 		tcp_close(&net_tcp, id);
 		closed = net_tcp_wait(peer_closed, id, CLOSE_MS);
 	}
-	char t[32], tps[32], p50[32], p90[32], p99[32], avg[32], max[32];
-	net_fmt_ratio(t, us, 1000000);
-	net_fmt_ratio(tps, trans * 1000000, us);
-	net_fmt_ratio(p50, net_lat_percentile(50), 1000);
-	net_fmt_ratio(p90, net_lat_percentile(90), 1000);
-	net_fmt_ratio(p99, net_lat_percentile(99), 1000);
-	net_fmt_ratio(avg, trans ? sum_ns / trans : 0, 1000);
-	net_fmt_ratio(max, max_ns, 1000);
+	struct net_lat_text l;
+	net_lat_text(&l, trans, us, sum_ns, max_ns);
 	kprintf("probe: tcp_rr size=%lu trans=%lu secs=%s tps=%s lat_us_p50=%s p90=%s p99=%s "
 		"avg=%s max=%s bad=%lu retransmits=%lu srtt_us=%u\n",
-		size, trans, t, tps, p50, p90, p99, avg, max, bad, c->retransmits, c->srtt);
+		size, trans, l.secs, l.tps, l.p50, l.p90, l.p99, l.avg, l.max, bad, c->retransmits,
+		c->srtt);
 	if (err)
 		return err;
 	if (bad)
