@@ -2,7 +2,8 @@
  * first-byte: start a VMM, report how long until the first byte of its console output, and
  * what its memory looked like at that moment. A benchmark helper for examples/bench-boot.sh.
  *
- *   first-byte [--timeout SEC] [--ram BYTES] [--out FILE] [--err FILE] -- COMMAND [ARG...]
+ *   first-byte [--timeout SEC] [--ram BYTES] [--out FILE] [--err FILE] [--until TEXT]
+ *              -- COMMAND [ARG...]
  *
  * It takes a CLOCK_MONOTONIC timestamp, fork/execs COMMAND with stdout on a pipe (stdin from
  * /dev/null, stderr to --err FILE or inherited), and blocks until the first byte arrives on the
@@ -15,7 +16,11 @@
  * examples/startup-floor count their start-up steps from the same instant. One line on stdout:
  *
  *   first_byte_us=N exit=S rss_kb=N ram_rss_kb=N ram_map_kb=N maxrss_kb=N bytes=N timed_out=0|1
+ *   [until_us=N]
  *
+ * With --until TEXT, until_us is the time from the same start to the first appearance of TEXT
+ * in the output (-1 if it never came): how long until the guest got somewhere (bench-snapshot.sh:
+ * its first counter line, for a cold boot and for a restore alike).
  * exit is the child's exit status, or 128+signal. ram_rss_kb and ram_map_kb are -1 when no
  * mapping of that size was found (or --ram was not given); rss_kb is -1 when the child was
  * already exiting. maxrss_kb is the child's peak RSS (wait4 rusage). Exit status: 0 if a
@@ -57,7 +62,7 @@ static int64_t now_ns(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: first-byte [--timeout SEC] [--ram BYTES] [--out FILE] "
-			"[--err FILE] -- COMMAND [ARG...]\n");
+			"[--err FILE] [--until TEXT] -- COMMAND [ARG...]\n");
 	exit(2);
 }
 
@@ -133,7 +138,7 @@ int main(int argc, char **argv)
 {
 	double timeout = 30;
 	uint64_t ram = 0;
-	const char *out_path = NULL, *err_path = NULL;
+	const char *out_path = NULL, *err_path = NULL, *until = NULL;
 	int i;
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
@@ -150,10 +155,12 @@ int main(int argc, char **argv)
 			out_path = argv[++i];
 		else if (!strcmp(argv[i], "--err"))
 			err_path = argv[++i];
+		else if (!strcmp(argv[i], "--until"))
+			until = argv[++i];
 		else
 			usage();
 	}
-	if (i >= argc || timeout <= 0)
+	if (i >= argc || timeout <= 0 || (until && (!*until || strlen(until) > 255)))
 		usage();
 
 	FILE *out = NULL;
@@ -210,7 +217,10 @@ int main(int argc, char **argv)
 	child_pid = pid;
 	close(pfd[1]);
 
-	int64_t deadline = t0 + (int64_t)(timeout * 1e9), first = -1;
+	int64_t deadline = t0 + (int64_t)(timeout * 1e9), first = -1, until_at = -1;
+	/* The output's last bytes, so that TEXT is found across reads too. */
+	char seen[4096 + 256];
+	size_t kept = 0, until_len = until ? strlen(until) : 0;
 	long rss_kb = -1, ram_rss_kb = -1, ram_map_kb = -1, bytes = 0;
 	int timed_out = 0;
 	char buf[4096];
@@ -243,6 +253,14 @@ int main(int argc, char **argv)
 			if (exiting(pid))
 				rss_kb = ram_rss_kb = ram_map_kb = -1;
 		}
+		if (until && until_at < 0) {
+			memcpy(seen + kept, buf, (size_t)n);
+			size_t have = kept + (size_t)n;
+			if (memmem(seen, have, until, until_len))
+				until_at = now_ns() - t0;
+			kept = have < until_len - 1 ? have : until_len - 1;
+			memmove(seen, seen + have - kept, kept);
+		}
 		bytes += n;
 		if (out)
 			fwrite(buf, 1, (size_t)n, out);
@@ -262,5 +280,7 @@ int main(int argc, char **argv)
 	       "maxrss_kb=%ld bytes=%ld timed_out=%d\n",
 	       first < 0 ? (int64_t)-1 : first / 1000, code, rss_kb, ram_rss_kb, ram_map_kb,
 	       ru.ru_maxrss, bytes, timed_out);
+	if (until)
+		printf("until_us=%" PRId64 "\n", until_at < 0 ? (int64_t)-1 : until_at / 1000);
 	return first < 0 || timed_out ? 1 : 0;
 }

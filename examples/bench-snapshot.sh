@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# bench-snapshot.sh: restore against cold boot. The probe's counting program (test=counter,
+# a line "probe: counter=K ..." every counter.ms) is booted once with a control socket, saved
+# with `minivmm ctl snapshot` once it counts, and shut down; then N rounds, order alternating,
+# each of a cold boot of the same guest and a `minivmm --restore` of that snapshot, both timed
+# by build/examples/first-byte from process start to the first "probe: counter=" line (for a
+# cold boot: the guest booted, set up and counting; for a restore: the restored guest running).
+# Prints the medians, their ratio, the snapshot's time and its size on disk against guest RAM.
+# A benchmark, not a test (tests/integration/test_snapshot.sh checks that restores are right).
+#
+# usage: examples/bench-snapshot.sh [--runs N] [--memory SIZE] [--cpus N] [--timeout SEC]
+set -euo pipefail
+
+RUNS=11
+MEMORY=256M
+CPUS=1
+TIMEOUT=30
+
+# shellcheck source=examples/lib/bench-common.sh
+source "$(dirname "$0")/lib/bench-common.sh"
+bench_args --runs=RUNS --memory=MEMORY --cpus=CPUS --timeout=TIMEOUT -- "$@"
+bench_positive RUNS CPUS TIMEOUT
+bench_paths
+bench_require minivmm probe cc kvm
+HELPER=build/examples/first-byte
+mkdir -p build/examples
+cc -O2 -Wall -Wextra -Werror -o "$HELPER" examples/first-byte.c
+bench_tmp
+
+# 1 ms per line; the guest stops (passes) after 400 lines: a cold boot runs ~0.4 s, a restore
+# the rest of them.
+GUEST="test=counter counter.ms=1 counter.max=400"
+SNAP=$TMP/snap
+SOCK=$TMP/api.sock
+CMD_cold=("$MINIVMM" --kernel "$PROBE" --memory "$MEMORY" --cpus "$CPUS" --cmdline "$GUEST" --quiet)
+CMD_restore=("$MINIVMM" --restore "$SNAP" --quiet)
+
+# The snapshot: boot with a socket, wait for the 20th line, save, stop.
+"${CMD_cold[@]}" --api-sock "$SOCK" </dev/null >"$TMP/orig.out" 2>"$TMP/orig.err" &
+BENCH_CHILD=$!
+for _ in $(seq 300); do
+	grep -q '^probe: counter=20 ' "$TMP/orig.out" 2>/dev/null && break
+	kill -0 "$BENCH_CHILD" 2>/dev/null || die "the guest ended before it counted: $(tail -n 3 "$TMP/orig.err")"
+	sleep 0.01
+done
+grep -q '^probe: counter=20 ' "$TMP/orig.out" || die "the guest did not count within 3 s"
+t0=$(date +%s%N)
+"$MINIVMM" ctl --sock "$SOCK" snapshot "$SNAP" >"$TMP/ctl.out" 2>&1 || die "snapshot: $(cat "$TMP/ctl.out")"
+snap_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+"$MINIVMM" ctl --sock "$SOCK" shutdown >/dev/null 2>&1 || true
+wait "$BENCH_CHILD" || true
+BENCH_CHILD=
+
+# run NAME: one timed run, its until_us appended to $TMP/NAME.dat
+run() {
+	local v="CMD_$1[@]" line us
+	line=$("$HELPER" --timeout "$TIMEOUT" --until 'probe: counter=' --out "$TMP/$1.out" \
+		--err "$TMP/$1.err" -- "${!v}") || die "$1: $(tail -n 3 "$TMP/$1.err")"
+	us=$(sed -n 's/^until_us=//p' <<<"$line")
+	[ "$us" -ge 0 ] || die "$1: no counter line: $(tail -n 3 "$TMP/$1.err")"
+	grep -q '^probe: PASS' "$TMP/$1.out" || die "$1: the guest did not pass: $(tail -n 3 "$TMP/$1.out")"
+	echo "$us" >>"$TMP/$1.dat"
+}
+for ((r = 0; r < RUNS; r++)); do
+	if ((r % 2)); then run restore; run cold; else run cold; run restore; fi
+done
+median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+cold=$(median "$TMP/cold.dat")
+restore=$(median "$TMP/restore.dat")
+mem_kib=$(du -k "$SNAP/memory" | cut -f1)
+state_b=$(stat -c %s "$SNAP/state.bin")
+echo "bench-snapshot: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), kernel $(uname -r)"
+echo "guest: $PROBE \"$GUEST\", --memory $MEMORY --cpus $CPUS; $RUNS rounds, order alternating"
+echo "  cold:    ${CMD_cold[*]}"
+echo "  restore: ${CMD_restore[*]}"
+printf 'process start to the first counter line, median (us): cold %s, restore %s: restore/cold %s\n' \
+	"$cold" "$restore" "$(awk -v a="$restore" -v b="$cold" 'BEGIN { printf "%.2fx", a / b }')"
+echo "snapshot: taken in ${snap_ms} ms (ctl round trip); memory file ${mem_kib} KiB on disk for $MEMORY of RAM, state ${state_b} bytes"
