@@ -4,6 +4,8 @@
  * program whose pid slots do not match is not used: the filter is built at run time, with a
  * warning, and still refuses what it must. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,4 +167,44 @@ Test(seccomp_aot, the_runtime_build_alone_is_installed)
 	int status = install_then_fork(NULL, out, sizeof(out));
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %#x: %s", status, out);
 	cr_assert(strstr(out, "seccomp refused system call"), "%s", out);
+}
+
+static int wake_fd[2];
+
+static void *fork_when_woken(void *arg)
+{
+	char c;
+	if (read(wake_fd[0], &c, 1) != 1)
+		_exit(50);
+	if (fork() >= 0)
+		_exit(51);
+	return arg;
+}
+
+/* The process filter built ahead goes on with TSYNC: a thread started before it is under it. */
+Test(seccomp_aot, the_process_filter_reaches_threads_started_before)
+{
+	skip_under_sanitizers();
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		pthread_t t;
+		int null_fd = open("/dev/null", O_WRONLY); /* the refusal's report */
+		if (null_fd < 0 || dup2(null_fd, STDERR_FILENO) < 0 || pipe(wake_fd) ||
+		    pthread_create(&t, NULL, fork_when_woken, NULL))
+			_exit(52);
+		struct seccomp_needs needs = needs_of(0);
+		struct seccomp_policy policy = {0};
+		char err[160];
+		if (seccomp_install_from(seccomp_aot_program_for(&needs, SECCOMP_PROCESS), &policy,
+					 SECCOMP_PROCESS, err, sizeof(err)))
+			_exit(53);
+		if (write(wake_fd[1], "x", 1) != 1)
+			_exit(54);
+		pthread_join(t, NULL);
+		_exit(0);
+	}
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %#x", status);
 }
