@@ -26,7 +26,7 @@ FW_UNIT_SRCS := firmware/net/tcp.c
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o) $(FW_UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \
-	check-layers clean fuzz fuzz-coverage mutants examples
+	check-layers clean fuzz fuzz-coverage mutants examples seccomp-cost
 all: $(BUILD)/minivmm firmware examples
 
 $(BUILD)/minivmm: $(VMM_OBJS)
@@ -49,6 +49,12 @@ SECCOMP_GEN_SRCS := tools/seccomp_gen.c vmm/seccomp_rules.c vmm/seccomp_aot.c
 $(BUILD)/obj/gen/seccomp_programs.o: $(BUILD)/gen/seccomp_programs.c vmm/seccomp_aot.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+# What installing the filters costs, built ahead vs at run time (not part of `make test`).
+seccomp-cost: $(BUILD)/tools/seccomp_cost
+	./$(BUILD)/tools/seccomp_cost $(RUNS)
+$(BUILD)/tools/seccomp_cost: $(BUILD)/obj/tools/seccomp_cost.o $(LIB_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/unit-tests: $(UNIT_OBJS) $(LIB_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion

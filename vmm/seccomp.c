@@ -110,6 +110,30 @@ static int load_runtime(const struct seccomp_policy *policy, enum seccomp_role r
 	return 0;
 }
 
+const struct seccomp_aot_program *seccomp_aot_program_for(const struct seccomp_needs *needs,
+							  enum seccomp_role role)
+{
+	if ((unsigned)role >= SECCOMP_AOT_ROLES)
+		return NULL;
+	return &seccomp_aot_programs[role][seccomp_aot_needs_index(needs)];
+}
+
+/* Whether the process filter is the program built ahead. libseccomp then has not looked at
+ * the kernel (seccomp_init does, with seccomp calls the process filter refuses): no thread may
+ * fall back on it. So the process takes the programs built ahead only if every role's fits. */
+static bool process_built_ahead;
+
+static bool every_role_fits(const struct seccomp_aot_program *process,
+			    const struct seccomp_needs *needs)
+{
+	if (!seccomp_aot_fits(process, SECCOMP_AOT_MAX_LEN))
+		return false;
+	for (int role = SECCOMP_PROCESS + 1; role < SECCOMP_AOT_ROLES; role++)
+		if (!seccomp_aot_fits(seccomp_aot_program_for(needs, role), SECCOMP_AOT_MAX_LEN))
+			return false;
+	return true;
+}
+
 int seccomp_install_from(const struct seccomp_aot_program *aot, const struct seccomp_policy *policy,
 			 enum seccomp_role role, char *err, size_t errlen)
 {
@@ -123,25 +147,37 @@ int seccomp_install_from(const struct seccomp_aot_program *aot, const struct sec
 			return -1;
 		}
 	}
-	if (!aot)
+	if (!aot) {
+		if (whole_process)
+			process_built_ahead = false;
 		return load_runtime(policy, role, err, errlen);
+	}
+	bool fits = whole_process ? every_role_fits(aot, &policy->needs)
+				  : seccomp_aot_fits(aot, SECCOMP_AOT_MAX_LEN);
+	if (!fits && !whole_process && process_built_ahead) {
+		snprintf(err, errlen, "seccomp: role %d's program built ahead does not fit",
+			 (int)role);
+		return -1;
+	}
+	if (!fits) {
+		log_warn("seccomp: a program built ahead does not fit its pid slots: building "
+			 "role %d's filter now",
+			 (int)role);
+		if (whole_process)
+			process_built_ahead = false;
+		return load_runtime(policy, role, err, errlen);
+	}
 	struct sock_filter insns[SECCOMP_AOT_MAX_LEN];
 	long len = seccomp_aot_patch(aot, (uint32_t)getpid(), insns, SECCOMP_AOT_MAX_LEN);
 	if (len < 0) {
-		log_warn("seccomp: the program built ahead for role %d does not fit its pid slots: "
-			 "building it now",
+		snprintf(err, errlen, "seccomp: role %d's program built ahead does not fit",
 			 (int)role);
-		return load_runtime(policy, role, err, errlen);
+		return -1;
 	}
-	return load_program(insns, (size_t)len, whole_process, err, errlen);
-}
-
-const struct seccomp_aot_program *seccomp_aot_program_for(const struct seccomp_needs *needs,
-							  enum seccomp_role role)
-{
-	if ((unsigned)role >= SECCOMP_AOT_ROLES)
-		return NULL;
-	return &seccomp_aot_programs[role][seccomp_aot_needs_index(needs)];
+	int rc = load_program(insns, (size_t)len, whole_process, err, errlen);
+	if (whole_process && rc == 0)
+		process_built_ahead = true;
+	return rc;
 }
 
 int seccomp_install(const struct seccomp_policy *policy, enum seccomp_role role, char *err,

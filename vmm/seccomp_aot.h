@@ -5,6 +5,7 @@
 #define MINIVMM_SECCOMP_AOT_H
 
 #include <linux/filter.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,9 @@ struct seccomp_aot_program {
 extern const struct seccomp_aot_program seccomp_aot_programs[SECCOMP_AOT_ROLES][SECCOMP_AOT_NEEDS];
 
 unsigned seccomp_aot_needs_index(const struct seccomp_needs *needs);
+
+/* Whether prog fits in cap instructions with the placeholder in exactly prog->pid_slots. */
+bool seccomp_aot_fits(const struct seccomp_aot_program *prog, size_t cap);
 
 /* Copy prog into out (cap instructions) with pid in place of every SECCOMP_AOT_PID. Returns
  * the length, or -1 if it does not fit or the placeholder is not in exactly prog->pid_slots
