@@ -17,7 +17,7 @@ LDFLAGS += $(LDFLAGS_SAN)
 
 VMM_SRCS  := $(wildcard vmm/*.c vmm/base/*.c vmm/kinds/*.c devices/*.c devices/virtio/*.c \
 	devices/backends/*.c arch/x86/*.c)
-VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o)
+VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/seccomp_programs.o
 # Everything but main() is also linked into the unit tests.
 LIB_OBJS  := $(filter-out $(BUILD)/obj/vmm/main.o,$(VMM_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/*.c)
@@ -26,7 +26,7 @@ FW_UNIT_SRCS := firmware/net/tcp.c
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o) $(FW_UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \
-	check-layers clean fuzz fuzz-coverage mutants examples
+	check-layers clean fuzz fuzz-coverage mutants examples seccomp-cost
 all: $(BUILD)/minivmm firmware examples
 
 $(BUILD)/minivmm: $(VMM_OBJS)
@@ -35,6 +35,26 @@ $(BUILD)/minivmm: $(VMM_OBJS)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+# The seccomp programs of every role and needs, compiled from the one policy
+# (vmm/seccomp_rules.c) at build time by a host tool (plain flags: it runs here, not in the VMM).
+SECCOMP_GEN_SRCS := tools/seccomp_gen.c vmm/seccomp_rules.c vmm/seccomp_aot.c
+.PRECIOUS: %/tools/seccomp_gen %/gen/seccomp_programs.c
+%/tools/seccomp_gen: $(SECCOMP_GEN_SRCS) vmm/seccomp.h vmm/seccomp_aot.h vmm/seccomp_rules.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I. -o $@ $(SECCOMP_GEN_SRCS) -lseccomp
+%/gen/seccomp_programs.c: %/tools/seccomp_gen
+	@mkdir -p $(dir $@)
+	./$< > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/gen/seccomp_programs.o: $(BUILD)/gen/seccomp_programs.c vmm/seccomp_aot.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+# What installing the filters costs, built ahead vs at run time (not part of `make test`).
+seccomp-cost: $(BUILD)/tools/seccomp_cost
+	./$(BUILD)/tools/seccomp_cost $(RUNS)
+$(BUILD)/tools/seccomp_cost: $(BUILD)/obj/tools/seccomp_cost.o $(LIB_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/unit-tests: $(UNIT_OBJS) $(LIB_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcriterion
@@ -139,7 +159,7 @@ FUZZ_virtio_net_FLAGS := $(FUZZ_VDEV_FLAGS)
 FUZZ_virtio_rng_FLAGS := $(FUZZ_VDEV_FLAGS)
 FUZZ_virtio_balloon_FLAGS := $(FUZZ_VDEV_FLAGS)
 # Targets that need the device registry (every device kind's parser) link the whole VMM library.
-FUZZ_LIB_SRCS := $(filter-out vmm/main.c,$(VMM_SRCS))
+FUZZ_LIB_SRCS := $(filter-out vmm/main.c,$(VMM_SRCS)) $(FUZZ_BUILD)/gen/seccomp_programs.c
 # (clang warns about two GNU-isms gcc accepts there: libseccomp's SCMP_A0 and struct kvm_msrs.)
 FUZZ_LIB_CFLAGS := -Wno-missing-field-initializers -Wno-gnu-variable-sized-type-not-at-end
 FUZZ_cli_SRCS := $(FUZZ_LIB_SRCS)

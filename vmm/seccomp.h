@@ -43,6 +43,16 @@ bool seccomp_default_on(void);
 int seccomp_install(const struct seccomp_policy *policy, enum seccomp_role role, char *err,
 		    size_t errlen);
 
+/* The program built ahead (seccomp_aot.h) that seccomp_install loads for needs and role. */
+struct seccomp_aot_program;
+const struct seccomp_aot_program *seccomp_aot_program_for(const struct seccomp_needs *needs,
+							  enum seccomp_role role);
+
+/* seccomp_install with the program built ahead aot, or with the filter built now by
+ * libseccomp when aot is NULL or its pid slots do not match (with a warning). */
+int seccomp_install_from(const struct seccomp_aot_program *aot, const struct seccomp_policy *policy,
+			 enum seccomp_role role, char *err, size_t errlen);
+
 /* Once the process filter is on: the threads the lower layers start (blk workers, console
  * input, populate) install their role's filter from policy before their next input
  * (vmm/base/thread_sandbox.h). policy must outlive them. */
