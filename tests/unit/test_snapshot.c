@@ -19,6 +19,7 @@
 #include "vmm/snapshot.h"
 #include "vmm/snapshot_files.h"
 #include "vmm/snapshot_format.h"
+#include "vmm/base/crc32.h"
 
 #define MEM (16ULL << 20)
 
@@ -242,6 +243,29 @@ Test(snapshot, flipped_byte_in_memory)
 	write_snapshot();
 	flip_byte(SNAPSHOT_MEMORY, MEM - 1); /* in a hole: the file's zero pages count too */
 	expect_refused("checksum mismatch");
+}
+
+Test(snapshot, flipped_byte_in_memory_data)
+{
+	write_snapshot();
+	flip_byte(SNAPSHOT_MEMORY, 10); /* in the half with data */
+	expect_refused("checksum mismatch");
+}
+
+/* The holes of a memory file are checksummed without reading them: crc32_zeros must be
+ * exactly crc32_update over that many zero bytes, from any starting value. */
+Test(snapshot, crc32_over_zeros_without_reading_them)
+{
+	static const uint8_t zeros[(1 << 20) + 7];
+	const uint64_t lens[] = {0, 1, 2, 3, 7, 8, 255, 4096, 65537, sizeof(zeros)};
+	const uint32_t starts[] = {0, 0x12345678, 0xffffffff};
+	cr_assert_eq(crc32_update(0, "123456789", 9), 0xcbf43926); /* CRC-32/IEEE's check */
+	for (size_t s = 0; s < sizeof(starts) / sizeof(starts[0]); s++)
+		for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+			cr_assert_eq(crc32_zeros(starts[s], lens[i]),
+				     crc32_update(starts[s], zeros, lens[i]),
+				     "start %#x, %llu zeros", starts[s],
+				     (unsigned long long)lens[i]);
 }
 
 Test(snapshot, truncated_memory)
