@@ -45,6 +45,10 @@ struct api_client {
 	struct api_client *next_closed;
 	char in[API_MAX_LINE + 1];
 	size_t in_len;
+	/* Descriptors received since the last request: they belong to the next one, and are
+	 * closed once it is handled. nfds -1: more than API_MAX_FDS came (closed). */
+	int fds[API_MAX_FDS];
+	int nfds;
 	char *out;
 	size_t out_len, out_off;
 };
@@ -208,24 +212,31 @@ static const struct device_command *find_command(const char *name,
 	return NULL;
 }
 
-/* {"cmd":"snapshot","path":DIR}: the VM is paused and stays paused (snapshot.h). */
-static char *snapshot_request(struct vm *vm, const struct json_object *req)
+/* {"cmd":"snapshot"[,"path":DIR]} with the three files attached, in snapshot_file_names' order;
+ * "path" only names them in the log. The VM is paused and stays paused (snapshot.h). The
+ * sandboxed VMM creates no file: the client does (`minivmm ctl snapshot DIR`). */
+static char *snapshot_request(struct vm *vm, const struct json_object *req, const int *fds,
+			      int nfds)
 {
 	const struct json_member *path = json_get(req, "path");
-	if (!path || path->type != JSON_STRING || !path->str[0])
-		return api_error_response("snapshot needs a string \"path\" (a new directory)");
+	if (path && path->type != JSON_STRING)
+		return api_error_response("snapshot: \"path\" must be a string");
+	if (nfds != SNAPSHOT_NR_FILES)
+		return api_error_response(
+		    "snapshot needs its three files passed with the request (SCM_RIGHTS: memory, "
+		    "state.bin, snapshot.json, each new and empty): use minivmm ctl snapshot DIR");
 	char err[512];
 	uint64_t t0 = monotonic_ns();
-	if (snapshot_save(vm, path->str, err, sizeof(err))) {
+	if (snapshot_save(vm, fds, err, sizeof(err))) {
 		log_warn("%s", err);
 		return api_error_response(err);
 	}
-	log_info("snapshot written to %s in %.1f ms; the VM is paused", path->str,
-		 (double)(monotonic_ns() - t0) / 1e6);
+	log_info("snapshot written%s%.256s in %.1f ms; the VM is paused", path ? " to " : "",
+		 path ? path->str : "", (double)(monotonic_ns() - t0) / 1e6);
 	return api_ok_response(NULL, 0);
 }
 
-char *api_handle_request(struct vm *vm, const char *line, size_t len)
+char *api_handle_request(struct vm *vm, const char *line, size_t len, const int *fds, int nfds)
 {
 	struct json_object req;
 	char err[160], msg[200];
@@ -236,6 +247,12 @@ char *api_handle_request(struct vm *vm, const char *line, size_t len)
 	const struct json_member *cmd = json_get(&req, "cmd");
 	if (!cmd || cmd->type != JSON_STRING)
 		return api_error_response("request needs a string \"cmd\"");
+	if (nfds < 0)
+		return api_error_response("more than 3 file descriptors came with the request");
+	if (nfds && strcmp(cmd->str, "snapshot")) {
+		snprintf(msg, sizeof(msg), "\"%.64s\" takes no file descriptors", cmd->str);
+		return api_error_response(msg);
+	}
 	const struct device_kind_desc *kind = NULL;
 	const struct device_command *dc = find_command(cmd->str, &kind);
 	for (int i = 0; i < req.n; i++)
@@ -270,7 +287,7 @@ char *api_handle_request(struct vm *vm, const char *line, size_t len)
 		return api_ok_response(NULL, 0);
 	}
 	if (!strcmp(cmd->str, "snapshot"))
-		return snapshot_request(vm, &req);
+		return snapshot_request(vm, &req, fds, nfds);
 	if (!strcmp(cmd->str, "shutdown")) {
 		log_info("shutdown requested by the control socket");
 		vm_request_stop(vm, 0);
@@ -289,9 +306,55 @@ char *api_handle_request(struct vm *vm, const char *line, size_t len)
 
 /* ---- connections ---- */
 
+static void client_drop_fds(struct api_client *c)
+{
+	for (int i = 0; i < c->nfds; i++)
+		close(c->fds[i]);
+	c->nfds = 0;
+}
+
+/* recv() that also takes descriptors passed with the bytes (SCM_RIGHTS), close-on-exec. */
+static ssize_t client_recv(struct api_client *c, void *buf, size_t len)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * API_MAX_FDS)];
+	} ctl;
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl)};
+	ssize_t n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		int count = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < count; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
+			if (c->nfds >= 0 && c->nfds < API_MAX_FDS) {
+				c->fds[c->nfds++] = fd;
+			} else {
+				close(fd);
+				client_drop_fds(c);
+				c->nfds = -1;
+			}
+		}
+	}
+	if (mh.msg_flags & MSG_CTRUNC) { /* the kernel dropped the rest */
+		client_drop_fds(c);
+		c->nfds = -1;
+	}
+	return n;
+}
+
 static void client_close(struct api_client *c)
 {
 	struct api_server *s = c->server;
+	client_drop_fds(c);
 	for (int i = 0; i < API_MAX_CLIENTS; i++)
 		if (s->clients[i] == c)
 			s->clients[i] = NULL;
@@ -369,7 +432,9 @@ static void client_lines(struct api_client *c)
 		size_t len = i - start;
 		if (len && c->in[start + len - 1] == '\r')
 			len--; /* tolerate CRLF clients */
-		client_reply(c, api_handle_request(c->server->vm, c->in + start, len));
+		client_reply(
+		    c, api_handle_request(c->server->vm, c->in + start, len, c->fds, c->nfds));
+		client_drop_fds(c);
 		c->last_active_ns = monotonic_ns();
 		start = i + 1;
 	}
@@ -390,7 +455,7 @@ static void client_event(void *opaque, uint32_t events)
 		return; /* closed earlier in this batch (evicted or timed out) */
 	if (events & EPOLLIN) {
 		for (;;) {
-			ssize_t n = recv(c->fd, c->in + c->in_len, API_MAX_LINE - c->in_len, 0);
+			ssize_t n = client_recv(c, c->in + c->in_len, API_MAX_LINE - c->in_len);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))

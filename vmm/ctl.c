@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "json.h"
+#include "snapshot_files.h"
 
 #define CTL_TIMEOUT_S 10
 /* A snapshot writes all of guest RAM before it answers. */
@@ -50,21 +51,15 @@ static char *build_request(int argc, char **argv)
 	json_begin_object(&w);
 	json_member_string(&w, "cmd", cmd);
 	if (snapshot) {
-		/* The VMM opens it: relative to its working directory, so make it absolute. */
+		/* Only for the VMM's log: the files themselves go with the request. */
 		char *abs = argv[1][0] == '/' ? strdup(argv[1]) : NULL;
 		if (!abs) {
 			char cwd[4096];
 			if (getcwd(cwd, sizeof(cwd)) && asprintf(&abs, "%s/%s", cwd, argv[1]) < 0)
 				abs = NULL;
 		}
-		if (!abs || strlen(abs) >= 256) {
-			fprintf(stderr,
-				"minivmm ctl: snapshot directory path too long (over 255 bytes)\n");
-			free(abs);
-			json_writer_free(&w);
-			return NULL;
-		}
-		json_member_string(&w, "path", abs);
+		if (abs && strlen(abs) < 256)
+			json_member_string(&w, "path", abs);
 		free(abs);
 	} else if (want) {
 		char *end;
@@ -102,16 +97,34 @@ static int connect_to(const char *path)
 	return fd;
 }
 
-static int send_all(int fd, const char *buf, size_t len)
+/* Send buf; the nfds descriptors in fds go with its first bytes (SCM_RIGHTS). */
+static int send_all(int fd, const char *buf, size_t len, const int *fds, int nfds)
 {
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * SNAPSHOT_NR_FILES)];
+	} ctl;
 	while (len) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+		struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+		if (nfds) {
+			memset(&ctl, 0, sizeof(ctl));
+			mh.msg_control = ctl.buf;
+			mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+			struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+			memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+		}
+		ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return -1;
 		buf += n;
 		len -= (size_t)n;
+		nfds = 0; /* sent with the first bytes */
 	}
 	return 0;
 }
@@ -170,27 +183,43 @@ int ctl_main(int argc, char **argv)
 	if (!req)
 		return usage(NULL);
 	int fd = connect_to(sock);
-	if (fd >= 0 && !strcmp(argv[i], "snapshot")) {
-		struct timeval tv = {.tv_sec = CTL_SNAPSHOT_TIMEOUT_S};
-		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	}
 	if (fd < 0) {
 		free(req);
 		return 2;
 	}
+	/* The snapshot's files are made here, by the user, and passed with the request: the
+	 * sandboxed VMM creates no file (snapshot_files.h). */
+	bool snapshot = !strcmp(argv[i], "snapshot");
+	int files[SNAPSHOT_NR_FILES] = {-1, -1, -1};
+	char err[512];
+	if (snapshot) {
+		if (snapshot_create_files(argv[i + 1], files, err, sizeof(err))) {
+			fprintf(stderr, "minivmm ctl: %s\n", err);
+			free(req);
+			close(fd);
+			return 2;
+		}
+		struct timeval tv = {.tv_sec = CTL_SNAPSHOT_TIMEOUT_S};
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
 	size_t len = strlen(req);
 	req[len] = '\n'; /* the writer's buffer has room for the NUL it replaces */
-	int rc = send_all(fd, req, len + 1);
+	int rc = send_all(fd, req, len + 1, files, snapshot ? SNAPSHOT_NR_FILES : 0);
 	free(req);
+	if (snapshot)
+		for (int f = 0; f < SNAPSHOT_NR_FILES; f++)
+			close(files[f]);
 	char *resp = rc ? NULL : recv_line(fd);
 	close(fd);
+	/* The server always writes "ok" first. */
+	int status = !resp ? 2 : !strncmp(resp, "{\"ok\":true", 10) ? 0 : 1;
+	if (snapshot && status) /* a snapshot that failed leaves nothing behind */
+		snapshot_remove_files(argv[i + 1]);
 	if (!resp) {
 		fprintf(stderr, "minivmm ctl: no response from %s\n", sock);
 		return 2;
 	}
 	printf("%s\n", resp);
-	/* The server always writes "ok" first. */
-	int status = !strncmp(resp, "{\"ok\":true", 10) ? 0 : 1;
 	free(resp);
 	return status;
 }

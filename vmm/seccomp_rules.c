@@ -2,10 +2,10 @@
  * The one seccomp policy: allow-lists, one per thread role (see seccomp.h), built from the
  * tables below: each entry says which roles use it and which configured device it is for, so a
  * VM without --net user has no socket calls and one without an io_uring disk no io_uring_enter.
- * No thread may open a file (read-only opens fail with EACCES; the I/O thread may create new
- * ones, for a control socket's snapshot), unlink, or signal another process. ioctl is allowed
- * by request number: the KVM calls a running VM makes, TUNSETOFFLOAD, libslirp's FIONREAD and
- * the terminal get/set the console uses (never TIOCSTI). Set-up calls (KVM_CREATE_*, TUNSETIFF,
+ * No thread may open or create a file or a directory (read-only opens fail with EACCES; a
+ * snapshot is written into files its client passes), unlink, or signal another process. ioctl is
+ * allowed by request number: the KVM calls a running VM makes, TUNSETOFFLOAD, libslirp's FIONREAD
+ * and the terminal get/set the console uses (never TIOCSTI). Set-up calls (KVM_CREATE_*, TUNSETIFF,
  * TUNSETSNDBUF, BLKGETSIZE64, opening files) happen before the filters and are not allowed at
  * all. A refused call traps.
  *
@@ -142,9 +142,9 @@ static const struct syscall_rule syscalls[] = {
     {"sendto", IO, CONTROL_SOCKET},
     {"recvfrom", IO, CONTROL_SOCKET},
     {"getsockopt", IO, CONTROL_SOCKET}, /* SO_PEERCRED: the client's uid */
-    /* its "snapshot": a new directory and new files in it (openat: add_rules) */
-    {"mkdir", IO, CONTROL_SOCKET},
-    {"mkdirat", IO, CONTROL_SOCKET},
+    /* its "snapshot": written into files the client created and passed (SCM_RIGHTS);
+     * no thread creates a file or a directory */
+    {"recvmsg", IO, CONTROL_SOCKET},
     {"ftruncate", IO, CONTROL_SOCKET},
     {"pwrite64", IO, CONTROL_SOCKET},
     {"fsync", IO, CONTROL_SOCKET},
@@ -274,13 +274,6 @@ static int add_rules(scmp_filter_ctx ctx, const struct seccomp_needs *have, unsi
 	const struct scmp_arg_cmp read_only =
 	    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY);
 	if (add(ctx, SCMP_ACT_ERRNO(EACCES), "openat", 1, &read_only, err, errlen))
-		return -1;
-	/* A snapshot's files: created new (O_EXCL), never an existing file opened or truncated. */
-	const struct scmp_arg_cmp create_new =
-	    SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC,
-		    O_WRONLY | O_CREAT | O_EXCL);
-	if ((role & IO) && needed(CONTROL_SOCKET, have) &&
-	    add(ctx, SCMP_ACT_ALLOW, "openat", 1, &create_new, err, errlen))
 		return -1;
 	if (!(role & START))
 		return 0;

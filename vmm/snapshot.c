@@ -154,7 +154,7 @@ static int capture(struct vm *vm, struct snapshot_state *st, char *err, size_t e
 	return 0;
 }
 
-int snapshot_save(struct vm *vm, const char *dir, char *err, size_t errlen)
+int snapshot_save(struct vm *vm, const int fds[SNAPSHOT_NR_FILES], char *err, size_t errlen)
 {
 	/* Devices whose state is not saved yet would come back broken: refuse before pausing. */
 	for (int i = 0; i < vm->cfg->nr_devices; i++)
@@ -164,6 +164,8 @@ int snapshot_save(struct vm *vm, const char *dir, char *err, size_t errlen)
 			    "snapshot: --%s devices cannot be saved yet (this version saves "
 			    "the vCPUs, memory, irqchip, serial console and --rng devices)",
 			    vm->cfg->devices[i].kind->flag);
+	if (snapshot_check_files(fds, err, errlen))
+		return -1;
 	int n = vcpus_pause(vm, PAUSE_WAIT_MS);
 	if (n < vm->nr_vcpus) {
 		vcpus_resume(vm); /* all or nothing, as the socket's pause */
@@ -175,7 +177,8 @@ int snapshot_save(struct vm *vm, const char *dir, char *err, size_t errlen)
 	struct snapshot_state *st = calloc(1, sizeof(*st));
 	if (!st)
 		return snapshot_fail(err, errlen, "snapshot: out of memory");
-	int rc = capture(vm, st, err, errlen) || snapshot_write_dir(dir, st, &vm->mem, err, errlen);
+	int rc =
+	    capture(vm, st, err, errlen) || snapshot_write_files(fds, st, &vm->mem, err, errlen);
 	free(st);
 	return rc ? -1 : 0;
 }

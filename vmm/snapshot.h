@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "snapshot_files.h"
 #include "snapshot_format.h"
 #include "vm.h"
 
@@ -14,11 +15,12 @@
 #define PVM_MSR_LAST	   0x4b564d1fu
 #define PVM_VIF_HOST_WRITE 0x400ULL /* bit 10: a write from the VMM, not the guest */
 
-/* The control socket's "snapshot": refuse what cannot be saved yet (virtio devices), pause every
- * vCPU (they stay paused), capture the state and write dir. On the I/O thread, which owns the
- * devices. Returns 0, or -1 with a one-line reason in err (the VM is then left as it was found,
- * but paused if the pause succeeded). */
-int snapshot_save(struct vm *vm, const char *dir, char *err, size_t errlen);
+/* The control socket's "snapshot": refuse what cannot be saved yet (virtio devices) and files
+ * that are not new and empty (snapshot_check_files), pause every vCPU (they stay paused),
+ * capture the state and write it into the client's files fds (snapshot_files.h). On the I/O
+ * thread, which owns the devices. Returns 0, or -1 with a one-line reason in err (the VM is then
+ * left as it was found, but paused if the pause succeeded). */
+int snapshot_save(struct vm *vm, const int fds[SNAPSHOT_NR_FILES], char *err, size_t errlen);
 
 /* --restore: check and load cfg->restore_dir and size the machine from it (cfg->memory_bytes,
  * nr_cpus, memory_fd: close it once the VM is created). Returns the state to apply (free it), or

@@ -16,7 +16,13 @@
 #define HEADER_MAX   4096
 #define STATE_MAX    (64u << 20)
 #define MEM_CHUNK    (1u << 20)
-#define CREATE_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC)
+#define CREATE_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW)
+
+const char *const snapshot_file_names[SNAPSHOT_NR_FILES] = {
+    [SNAPSHOT_FILE_MEMORY] = SNAPSHOT_MEMORY,
+    [SNAPSHOT_FILE_STATE] = SNAPSHOT_STATE,
+    [SNAPSHOT_FILE_HEADER] = SNAPSHOT_HEADER,
+};
 
 static int write_all(int fd, const void *buf, size_t len, off_t off)
 {
@@ -32,12 +38,6 @@ static int write_all(int fd, const void *buf, size_t len, off_t off)
 		off += n;
 	}
 	return 0;
-}
-
-static int create(const char *dir, const char *name, char *path, size_t pathlen)
-{
-	snprintf(path, pathlen, "%s/%s", dir, name);
-	return open(path, CREATE_FLAGS, 0600);
 }
 
 /* Guest RAM, region after region; all-zero pages stay holes. *crc covers every byte (the
@@ -116,39 +116,95 @@ out:
 	return rc;
 }
 
-int snapshot_write_dir(const char *dir, const struct snapshot_state *st,
-		       const struct guest_mem *mem, char *err, size_t errlen)
+int snapshot_create_files(const char *dir, int fds[SNAPSHOT_NR_FILES], char *err, size_t errlen)
 {
-	char path[4096];
-	if (strlen(dir) + 32 > sizeof(path))
-		return snapshot_fail(err, errlen, "snapshot path too long");
+	for (int i = 0; i < SNAPSHOT_NR_FILES; i++)
+		fds[i] = -1;
 	if (mkdir(dir, 0700) < 0)
 		return snapshot_fail(err, errlen, "cannot create %s: %s%s", dir, strerror(errno),
 				     errno == EEXIST ? " (the directory must not exist yet)" : "");
-	int fd = create(dir, SNAPSHOT_MEMORY, path, sizeof(path));
-	uint32_t mem_crc = 0;
-	if (fd < 0 || write_memory(fd, mem, &mem_crc)) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return snapshot_fail(err, errlen, "%s: %s", path, strerror(e));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	for (int i = 0; dfd >= 0 && i < SNAPSHOT_NR_FILES; i++) {
+		fds[i] = openat(dfd, snapshot_file_names[i], CREATE_FLAGS, 0600);
+		if (fds[i] < 0)
+			break;
 	}
-	close(fd);
+	int e = errno;
+	if (dfd >= 0)
+		close(dfd);
+	if (dfd >= 0 && fds[SNAPSHOT_NR_FILES - 1] >= 0)
+		return 0;
+	for (int i = 0; i < SNAPSHOT_NR_FILES; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	snapshot_remove_files(dir);
+	for (int i = 0; i < SNAPSHOT_NR_FILES; i++)
+		fds[i] = -1;
+	return snapshot_fail(err, errlen, "cannot create the files in %s: %s", dir, strerror(e));
+}
+
+void snapshot_remove_files(const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	for (int i = 0; i < SNAPSHOT_NR_FILES; i++)
+		unlinkat(dfd, snapshot_file_names[i], 0);
+	close(dfd);
+	rmdir(dir);
+}
+
+int snapshot_check_files(const int fds[SNAPSHOT_NR_FILES], char *err, size_t errlen)
+{
+	struct stat sb[SNAPSHOT_NR_FILES];
+	for (int i = 0; i < SNAPSHOT_NR_FILES; i++) {
+		const char *name = snapshot_file_names[i];
+		int fl = fcntl(fds[i], F_GETFL);
+		if (fl < 0 || fstat(fds[i], &sb[i]) < 0)
+			return snapshot_fail(err, errlen, "snapshot: %s: not an open file", name);
+		/* A pipe or a device could block the I/O thread; O_APPEND would ignore offsets. */
+		if (!S_ISREG(sb[i].st_mode) || sb[i].st_size != 0)
+			return snapshot_fail(err, errlen, "snapshot: %s: not an empty regular file",
+					     name);
+		if ((fl & O_ACCMODE) == O_RDONLY || (fl & O_APPEND))
+			return snapshot_fail(
+			    err, errlen, "snapshot: %s: not open for writing (or O_APPEND)", name);
+		for (int j = 0; j < i; j++)
+			if (sb[j].st_dev == sb[i].st_dev && sb[j].st_ino == sb[i].st_ino)
+				return snapshot_fail(err, errlen,
+						     "snapshot: %s and %s are the same file",
+						     snapshot_file_names[j], name);
+	}
+	return 0;
+}
+
+static int write_whole(int fd, const char *name, const void *buf, size_t len, char *err,
+		       size_t errlen)
+{
+	if (write_all(fd, buf, len, 0) || fsync(fd))
+		return snapshot_fail(err, errlen, "snapshot: %s: %s", name, strerror(errno));
+	return 0;
+}
+
+int snapshot_write_files(const int fds[SNAPSHOT_NR_FILES], const struct snapshot_state *st,
+			 const struct guest_mem *mem, char *err, size_t errlen)
+{
+	if (snapshot_check_files(fds, err, errlen))
+		return -1;
+	uint32_t mem_crc = 0;
+	if (write_memory(fds[SNAPSHOT_FILE_MEMORY], mem, &mem_crc))
+		return snapshot_fail(err, errlen, "snapshot: %s: %s", SNAPSHOT_MEMORY,
+				     strerror(errno));
 	size_t state_len;
 	uint8_t *state = snapshot_state_write(st, &state_len);
 	if (!state)
 		return snapshot_fail(err, errlen, "out of memory");
 	uint32_t state_crc = crc32_update(0, state, state_len);
-	fd = create(dir, SNAPSHOT_STATE, path, sizeof(path));
-	if (fd < 0 || write_all(fd, state, state_len, 0) || fsync(fd)) {
-		int e = errno;
-		free(state);
-		if (fd >= 0)
-			close(fd);
-		return snapshot_fail(err, errlen, "%s: %s", path, strerror(e));
-	}
+	int rc =
+	    write_whole(fds[SNAPSHOT_FILE_STATE], SNAPSHOT_STATE, state, state_len, err, errlen);
 	free(state);
-	close(fd);
+	if (rc)
+		return -1;
 	struct json_writer w;
 	json_writer_init(&w);
 	json_begin_object(&w);
@@ -164,17 +220,9 @@ int snapshot_write_dir(const char *dir, const struct snapshot_state *st,
 	if (!header)
 		return snapshot_fail(err, errlen, "out of memory");
 	header[hlen++] = '\n'; /* the writer leaves room for the NUL this replaces */
-	fd = create(dir, SNAPSHOT_HEADER, path, sizeof(path));
-	if (fd < 0 || write_all(fd, header, hlen, 0) || fsync(fd)) {
-		int e = errno;
-		free(header);
-		if (fd >= 0)
-			close(fd);
-		return snapshot_fail(err, errlen, "%s: %s", path, strerror(e));
-	}
+	rc = write_whole(fds[SNAPSHOT_FILE_HEADER], SNAPSHOT_HEADER, header, hlen, err, errlen);
 	free(header);
-	close(fd);
-	return 0;
+	return rc;
 }
 
 /* Read a whole regular file of at most max bytes. */
@@ -242,6 +290,12 @@ static int read_header(const char *dir, struct header *h, char *err, size_t errl
 	size_t len;
 	if (read_file(path, HEADER_MAX, &text, &len, err, errlen))
 		return -1;
+	if (!len) { /* written last: the snapshot was cut short */
+		free(text);
+		return snapshot_fail(err, errlen,
+				     "%s is not a minivmm snapshot (%s is empty: cut short?)", dir,
+				     SNAPSHOT_HEADER);
+	}
 	struct json_object o;
 	char why[160];
 	int rc = json_parse_object((const char *)text, len, &o, why, sizeof(why));

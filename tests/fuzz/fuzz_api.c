@@ -151,7 +151,7 @@ static void handle(const char *line, size_t len, bool balloon)
 	if (!copy)
 		abort();
 	memcpy(copy, line, len);
-	char *r = api_handle_request(&vm, copy, len);
+	char *r = api_handle_request(&vm, copy, len, NULL, 0);
 	if (verbose) /* to check what seeds reach */
 		fprintf(stderr, "%.*s -> %s\n", (int)(len < 200 ? len : 200), copy, r);
 	check_response(r, true, balloon);

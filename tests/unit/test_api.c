@@ -32,7 +32,7 @@ static void teardown(void)
 
 static char *req(const char *line)
 {
-	char *r = api_handle_request(&vm, line, strlen(line));
+	char *r = api_handle_request(&vm, line, strlen(line), NULL, 0);
 	cr_assert_not_null(r);
 	return r;
 }
@@ -81,4 +81,156 @@ Test(api, status_and_shutdown)
 	free(r);
 	cr_assert(vm_is_stopping(&vm));
 	cr_assert_eq(vm.exit_status, 0);
+}
+
+/* ---- over the socket: descriptors passed with a request (SCM_RIGHTS) ---- */
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "vmm/ctl.h"
+#include "vmm/snapshot_files.h"
+
+static char sock_dir[64], sock_path[128];
+static struct api_server *server;
+static atomic_bool loop_done;
+static pthread_t loop_thread;
+
+static void *run_loop(void *arg)
+{
+	(void)arg;
+	while (!loop_done)
+		event_loop_run_once(&vm.loop, 20);
+	return NULL;
+}
+
+static void socket_setup(void)
+{
+	setup();
+	cr_assert_eq(event_loop_init(&vm.loop), 0);
+	snprintf(sock_dir, sizeof(sock_dir), "/tmp/minivmm-api-XXXXXX");
+	cr_assert_not_null(mkdtemp(sock_dir));
+	snprintf(sock_path, sizeof(sock_path), "%s/api.sock", sock_dir);
+	server = api_server_start(&vm, sock_path);
+	cr_assert_not_null(server);
+	loop_done = false;
+	cr_assert_eq(pthread_create(&loop_thread, NULL, run_loop, NULL), 0);
+}
+
+static void socket_teardown(void)
+{
+	loop_done = true;
+	pthread_join(loop_thread, NULL);
+	api_server_stop(server);
+	event_loop_destroy(&vm.loop);
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", sock_dir);
+	cr_assert_eq(system(cmd), 0);
+	teardown();
+}
+
+static int connect_api(void)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	strcpy(a.sun_path, sock_path);
+	cr_assert_eq(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	return s;
+}
+
+/* Send line with nfds descriptors on connection s and return the response line (malloc'd). */
+static char *request_with_fds(int s, const char *line, const int *fds, int nfds)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * 8)];
+	} ctl;
+	memset(&ctl, 0, sizeof(ctl));
+	struct iovec iov = {.iov_base = (void *)line, .iov_len = strlen(line)};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	if (nfds) {
+		mh.msg_control = ctl.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+	}
+	cr_assert_eq(sendmsg(s, &mh, MSG_NOSIGNAL), (ssize_t)strlen(line));
+	char *buf = calloc(1, 4096);
+	size_t len = 0;
+	struct pollfd pfd = {.fd = s, .events = POLLIN};
+	while (len < 4095 && !memchr(buf, '\n', len)) {
+		cr_assert_eq(poll(&pfd, 1, 5000), 1, "no response to %s", line);
+		ssize_t n = recv(s, buf + len, 4095 - len, 0);
+		cr_assert_gt(n, 0, "connection closed before a response to %s", line);
+		len += (size_t)n;
+	}
+	return buf;
+}
+
+/* Whether every write end of the pipe read end r is closed (the server kept no copy). */
+static bool write_ends_closed(int r)
+{
+	struct pollfd pfd = {.fd = r, .events = POLLIN};
+	char c;
+	return poll(&pfd, 1, 5000) == 1 && read(r, &c, 1) == 0;
+}
+
+TestSuite(api_socket, .init = socket_setup, .fini = socket_teardown);
+
+/* Descriptors go only with a snapshot, at most three, and the server closes each one once its
+ * request is answered: none is kept for the next request on the same connection. */
+Test(api_socket, passed_descriptors_are_checked_and_closed)
+{
+	int p[4][2];
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(pipe2(p[i], O_CLOEXEC), 0);
+	int w[4] = {p[0][1], p[1][1], p[2][1], p[3][1]};
+	int s = connect_api();
+	char *r = request_with_fds(s, "{\"cmd\":\"status\"}\n", w, 1);
+	cr_assert(strstr(r, "\\\"status\\\" takes no file descriptors"), "%s", r);
+	free(r);
+	r = request_with_fds(s, "{\"cmd\":\"snapshot\"}\n", w, 4);
+	cr_assert(strstr(r, "more than 3 file descriptors"), "%s", r);
+	free(r);
+	/* Three pipes: received in order and refused before the VM is paused. */
+	r = request_with_fds(s, "{\"cmd\":\"snapshot\"}\n", w, 3);
+	cr_assert(strstr(r, "snapshot: memory: not an empty regular file"), "%s", r);
+	free(r);
+	r = request_with_fds(s, "{\"cmd\":\"snapshot\",\"path\":\"/x\"}\n", NULL, 0);
+	cr_assert(strstr(r, "snapshot needs its three files passed with the request"), "%s", r);
+	free(r);
+	for (int i = 0; i < 4; i++) {
+		close(p[i][1]);
+		cr_assert(write_ends_closed(p[i][0]), "the server kept descriptor %d", i);
+		close(p[i][0]);
+	}
+	close(s);
+}
+
+/* `minivmm ctl snapshot DIR` makes DIR and its files, passes them, and removes them when the
+ * snapshot fails (here: a VM whose one vCPU never pauses); an existing DIR is left alone. */
+Test(api_socket, ctl_snapshot_files_are_made_by_the_client_and_removed_on_failure)
+{
+	char dir[160];
+	snprintf(dir, sizeof(dir), "%s/snap", sock_dir);
+	char *argv[] = {"ctl", "--sock", sock_path, "snapshot", dir, NULL};
+	cr_assert_eq(ctl_main(5, argv), 1);
+	cr_assert_neq(access(dir, F_OK), 0, "a failed snapshot left %s", dir);
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	char keep[200];
+	snprintf(keep, sizeof(keep), "%s/keep", dir);
+	int fd = open(keep, O_WRONLY | O_CREAT, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(ctl_main(5, argv), 2);
+	cr_assert_eq(access(keep, F_OK), 0, "ctl removed a directory it did not make");
 }

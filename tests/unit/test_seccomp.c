@@ -32,6 +32,7 @@
 #include "devices/backends/blk_io.h"
 #include "vmm/base/guest_mem.h"
 #include "vmm/seccomp.h"
+#include "vmm/snapshot_files.h"
 
 static void note_restore(void)
 {
@@ -448,6 +449,130 @@ Test(seccomp, no_thread_may_unlink)
 	unlink(UNLINK_PROBE);
 	rmdir(UNLINK_PROBE ".d");
 	cr_assert(kept, "role %d removed a file", (int)role);
+}
+
+#define CREATE_PROBE "/tmp/minivmm-seccomp-create-test"
+
+static void create_new_file(void)
+{
+	syscall(SYS_openat, AT_FDCWD, CREATE_PROBE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	_exit(9);
+}
+
+static void make_directory(void)
+{
+	syscall(SYS_mkdir, CREATE_PROBE ".d", 0700);
+	_exit(9);
+}
+
+static void make_directory_at(void)
+{
+	syscall(SYS_mkdirat, AT_FDCWD, CREATE_PROBE ".d", 0700);
+	_exit(9);
+}
+
+/* A snapshot is written into files the control socket's client made and passed: no thread
+ * creates a file or a directory, the I/O thread with a control socket included. */
+Test(seccomp, no_thread_may_create_a_file_or_directory)
+{
+	skip_under_sanitizers();
+	char out[512];
+	unlink(CREATE_PROBE);
+	rmdir(CREATE_PROBE ".d");
+	policy.needs = everything;
+	bool none = true;
+	for (size_t i = 0; i < NR_ROLES && none; i++) {
+		role = every_role[i];
+		expect_refused(create_new_file, (int)SYS_openat, out, sizeof(out));
+		expect_refused(make_directory, (int)SYS_mkdir, out, sizeof(out));
+		expect_refused(make_directory_at, (int)SYS_mkdirat, out, sizeof(out));
+		none = access(CREATE_PROBE, F_OK) != 0 && access(CREATE_PROBE ".d", F_OK) != 0;
+	}
+	unlink(CREATE_PROBE);
+	rmdir(CREATE_PROBE ".d");
+	cr_assert(none, "role %d created a file or directory", (int)role);
+}
+
+static int snap_sock[2] = {-1, -1};
+static char snap_dir[64];
+
+/* Before the filters: a connected pair, and the client's files passed over it (as ctl does). */
+static void pass_snapshot_files(void)
+{
+	int fds[SNAPSHOT_NR_FILES];
+	char err[256];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, snap_sock) ||
+	    snapshot_create_files(snap_dir, fds, err, sizeof(err)))
+		_exit(20);
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(fds))];
+	} ctl;
+	memset(&ctl, 0, sizeof(ctl));
+	struct iovec iov = {.iov_base = "x", .iov_len = 1};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl)};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	if (sendmsg(snap_sock[1], &mh, 0) != 1)
+		_exit(21);
+	for (int i = 0; i < SNAPSHOT_NR_FILES; i++)
+		close(fds[i]);
+}
+
+/* Under the I/O thread's filter: take the files and write a snapshot into them. */
+static void write_passed_snapshot(void)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * SNAPSHOT_NR_FILES)];
+	} ctl;
+	char c;
+	struct iovec iov = {.iov_base = &c, .iov_len = 1};
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = ctl.buf,
+			    .msg_controllen = sizeof(ctl)};
+	if (recvmsg(snap_sock[0], &mh, MSG_CMSG_CLOEXEC) != 1)
+		_exit(10);
+	int fds[SNAPSHOT_NR_FILES];
+	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fds));
+	static uint8_t ram[16 << 20];
+	memset(ram, 0x5a, 4096);
+	struct guest_mem mem;
+	guest_mem_init_with(&mem, ram, sizeof(ram));
+	static struct snapshot_state st;
+	st.config = (struct snapshot_config){.memory_bytes = sizeof(ram), .nr_cpus = 1};
+	char err[256];
+	if (snapshot_write_files(fds, &st, &mem, err, sizeof(err)))
+		_exit(11);
+}
+
+/* The counterpart: what the control socket's snapshot needs, the I/O thread may do. */
+Test(seccomp, io_thread_writes_a_snapshot_into_passed_files)
+{
+	skip_under_sanitizers();
+	char out[512];
+	snprintf(snap_dir, sizeof(snap_dir), "/tmp/minivmm-seccomp-snap-%d", (int)getpid());
+	policy.needs = (struct seccomp_needs){.control_socket = true};
+	role = SECCOMP_IO;
+	prepare = pass_snapshot_files;
+	int status = run_filtered(write_passed_snapshot, out, sizeof(out));
+	struct snapshot_state *back = NULL;
+	int memfd = -1;
+	char err[256] = "";
+	int rc = snapshot_open_dir(snap_dir, &back, &memfd, err, sizeof(err));
+	free(back);
+	if (memfd >= 0)
+		close(memfd);
+	snapshot_remove_files(snap_dir);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x: %s", status, out);
+	cr_assert_eq(rc, 0, "what was written does not load: %s", err);
 }
 
 /* Opened read-only before the filters would be readable: only the filter stops this. */

@@ -84,7 +84,11 @@ static void teardown(void)
 
 static void write_snapshot(void)
 {
-	cr_assert_eq(snapshot_write_dir(dir, st, &mem, err, sizeof(err)), 0, "%s", err);
+	int fds[SNAPSHOT_NR_FILES];
+	cr_assert_eq(snapshot_create_files(dir, fds, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(snapshot_write_files(fds, st, &mem, err, sizeof(err)), 0, "%s", err);
+	for (int i = 0; i < SNAPSHOT_NR_FILES; i++)
+		close(fds[i]);
 }
 
 /* Load dir; 0 or -1 (err set). */
@@ -177,8 +181,77 @@ Test(snapshot, round_trip_with_sparse_memory)
 Test(snapshot, existing_directory_is_not_overwritten)
 {
 	write_snapshot();
-	cr_assert_eq(snapshot_write_dir(dir, st, &mem, err, sizeof(err)), -1);
+	int fds[SNAPSHOT_NR_FILES];
+	cr_assert_eq(snapshot_create_files(dir, fds, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "must not exist"), "%s", err);
+	cr_assert_eq(fds[0], -1);
+	cr_assert_eq(load(), 0, "the existing snapshot was damaged: %s", err);
+}
+
+/* The client's side: a new directory of three empty owner-only files, or an error and nothing
+ * made; snapshot_remove_files takes them away again. */
+Test(snapshot, client_creates_and_removes_the_files)
+{
+	int fds[SNAPSHOT_NR_FILES];
+	char sub[200];
+	snprintf(sub, sizeof(sub), "%s/no/such/parent", tmp);
+	cr_assert_eq(snapshot_create_files(sub, fds, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "No such file or directory"), "%s", err);
+	cr_assert_eq(fds[0], -1);
+	cr_assert_eq(snapshot_create_files(dir, fds, err, sizeof(err)), 0, "%s", err);
+	for (int i = 0; i < SNAPSHOT_NR_FILES; i++) {
+		struct stat sb;
+		cr_assert_eq(fstat(fds[i], &sb), 0);
+		cr_assert(S_ISREG(sb.st_mode) && sb.st_size == 0 && (sb.st_mode & 0777) == 0600);
+		close(fds[i]);
+	}
+	snapshot_remove_files(dir);
+	cr_assert_neq(access(dir, F_OK), 0, "snapshot_remove_files left %s", dir);
+}
+
+/* What a control-socket client passes is checked before the VM is paused. */
+Test(snapshot, passed_files_must_be_new_empty_writable_and_distinct)
+{
+	int fds[SNAPSHOT_NR_FILES];
+	cr_assert_eq(snapshot_create_files(dir, fds, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(snapshot_check_files(fds, err, sizeof(err)), 0, "%s", err);
+	int saved = fds[SNAPSHOT_FILE_STATE];
+	struct {
+		int fd;
+		const char *why;
+	} bad[5];
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	bad[0].fd = p[1], bad[0].why = "not an empty regular file"; /* could block the I/O thread */
+	char path[256];
+	file_path(path, sizeof(path), SNAPSHOT_MEMORY);
+	bad[1].fd = open(path, O_RDONLY), bad[1].why = "not open for writing";
+	bad[2].fd = open(path, O_WRONLY | O_APPEND), bad[2].why = "O_APPEND";
+	bad[3].fd = open(tmp, O_RDONLY | O_DIRECTORY), bad[3].why = "not an empty regular file";
+	bad[4].fd = fds[SNAPSHOT_FILE_HEADER], bad[4].why = "are the same file";
+	for (int i = 0; i < 5; i++) {
+		fds[SNAPSHOT_FILE_STATE] = bad[i].fd;
+		cr_assert_eq(snapshot_check_files(fds, err, sizeof(err)), -1, "case %d passed", i);
+		cr_assert(strstr(err, bad[i].why), "case %d: '%s' does not say '%s'", i, err,
+			  bad[i].why);
+		cr_assert(strstr(err, SNAPSHOT_STATE), "case %d: '%s' does not name the file", i,
+			  err);
+	}
+	fds[SNAPSHOT_FILE_STATE] = saved;
+	cr_assert_eq(write(fds[SNAPSHOT_FILE_MEMORY], "x", 1), 1);
+	cr_assert_eq(snapshot_check_files(fds, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "memory: not an empty regular file"), "%s", err);
+	/* Nothing is written into files that fail the check. */
+	cr_assert_eq(snapshot_write_files(fds, st, &mem, err, sizeof(err)), -1);
+	struct stat sb;
+	cr_assert_eq(fstat(fds[SNAPSHOT_FILE_MEMORY], &sb), 0);
+	cr_assert_eq(sb.st_size, 1);
+	for (int i = 0; i < SNAPSHOT_NR_FILES; i++)
+		close(fds[i]);
+	for (int i = 1; i < 4; i++)
+		close(bad[i].fd);
+	close(p[0]);
+	close(p[1]);
 }
 
 Test(snapshot, missing_directory)
@@ -190,11 +263,13 @@ Test(snapshot, directory_without_header_is_not_a_snapshot)
 {
 	cr_assert_eq(mkdir(dir, 0700), 0);
 	expect_refused("is not a minivmm snapshot");
-	/* A snapshot cut short before its header, too. */
+	/* A snapshot cut short before its header (written last: still empty), too. */
 	cr_assert_eq(rmdir(dir), 0);
 	write_snapshot();
 	char p[256];
 	file_path(p, sizeof(p), SNAPSHOT_HEADER);
+	cr_assert_eq(truncate(p, 0), 0);
+	expect_refused("is not a minivmm snapshot (snapshot.json is empty: cut short?)");
 	cr_assert_eq(unlink(p), 0);
 	expect_refused("is not a minivmm snapshot");
 }
