@@ -30,8 +30,8 @@
 	"usage: tapsend --tap NAME --mac MAC --src IP --dest IP [--port P] [--size S] "            \
 	"[--secs N]"
 #include "tool.h"
+#include "tap.h"
 
-#define VNET_HLEN    12
 #define ETH_HLEN     14
 #define IP_HLEN	     20
 #define UDP_HLEN     8
@@ -40,27 +40,6 @@
 #define MAX_PAYLOAD  (65535 - IP_HLEN - UDP_HLEN)
 #define MAX_FRAGS    ((UDP_HLEN + MAX_PAYLOAD + FRAG_PAYLOAD - 1) / FRAG_PAYLOAD)
 #define FRAME_MAX    (VNET_HLEN + ETH_HLEN + MTU)
-
-static uint32_t parse_ip(const char *s, const char *name)
-{
-	struct in_addr a;
-	if (inet_pton(AF_INET, s, &a) != 1)
-		usage_error("bad IPv4 address for", name);
-	return a.s_addr;
-}
-
-static void parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned v[6];
-	char tail;
-	if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
-		usage_error("bad MAC address", s);
-	for (int i = 0; i < 6; i++) {
-		if (v[i] > 255)
-			usage_error("bad MAC address", s);
-		mac[i] = (uint8_t)v[i];
-	}
-}
 
 // One's-complement sum, folded by csum_fold.
 static uint32_t csum_add(uint32_t sum, const uint8_t *p, size_t n)
@@ -97,21 +76,6 @@ static void tap_mac(const char *name, uint8_t mac[6])
 		die("SIOCGIFHWADDR");
 	memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
 	close(s);
-}
-
-static int tap_open(const char *name)
-{
-	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		die("/dev/net/tun");
-	struct ifreq ifr = {.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR};
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	if (ioctl(fd, TUNSETIFF, &ifr) < 0)
-		die("TUNSETIFF");
-	int hlen = VNET_HLEN;
-	if (ioctl(fd, TUNSETVNETHDRSZ, &hlen) < 0)
-		die("TUNSETVNETHDRSZ");
-	return fd;
 }
 
 struct datagram {
@@ -219,7 +183,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 
-	int fd = tap_open(tap);
+	int fd = tap_open(tap, 0);
 	tap_mac(tap, dst_mac);
 	static struct datagram d;
 	build(&d, src_mac, dst_mac, src_ip, dst_ip, (int)port, (unsigned)size);

@@ -1,5 +1,6 @@
-// What the netbench host tools (udpperf.c, tapsend.c) share: stopping on a signal, error exits
-// and argument parsing. Each tool defines TOOL_NAME and TOOL_USAGE before including this.
+// What the netbench host tools (udpperf.c, tapsend.c, tapread.c) share: stopping on a signal,
+// error exits and argument parsing. Each tool defines TOOL_NAME and TOOL_USAGE before including
+// this.
 #ifndef NETBENCH_TOOL_H
 #define NETBENCH_TOOL_H
 
