@@ -36,10 +36,17 @@
 #                   straight into the tap, one write() each, as a VMM's I/O thread does: the
 #                   ceiling of any tap-backed VMM on this host, and (VMM CPU column) what the
 #                   host kernel's tap -> UDP path alone costs per packet
+#   tapread:        no VM (h2g only): build/examples/tapread reads the tap, one read() per
+#                   frame, as a VMM's I/O thread does, answers ARP for the guest and counts the
+#                   datagrams to it as the probe's sink does: the ceiling of any tap-backed VMM
+#                   receiving on this host, and (VMM CPU column) what the host's UDP -> tap
+#                   path and the read alone cost per packet
 # --compare A B runs both, alternating which goes first (A, B on one size or round, then B, A on
 # the next, as examples/bench-blk.sh does), and adds a column with
 # B's speedup over A in percent (throughput; packets/s for pps; transactions/s for rr).
-# --ceiling (g2h, pps) adds tapwrite: as a further row per size, in the same alternation.
+# --ceiling adds the direction's ceiling as a further row per size, in the same alternation:
+# tapwrite: for g2h and pps, tapread: for h2g, netns: for rr (UDP and TCP: no tap-level
+# stand-in answers requests; the kernel's own path is the figure to beat); none for g2g.
 # --profile (needs perf) samples the VMM (g2g: the receiving one; or the stand-in) with perf
 # while the guest runs and prints, after the table, where its CPU time went in the row's run: per thread, the
 # share in the host kernel, the VMM's own code and libraries, and the top kernel symbols.
@@ -64,7 +71,8 @@
 # I/O thread (minivmm "io"; QEMU's main thread, where its tap and virtio-net run, and any "IO
 # <id>" iothread); other threads are left alone (threads started later inherit their creator's
 # set). The affinity then observed per role is printed after the table ("affinity" in --json).
-# netns: runs its sender on --vcpu-pin, tapwrite: on --io-pin. --host-pin pins the host tool.
+# netns: runs its sender on --vcpu-pin, tapwrite: and tapread: on --io-pin. --host-pin pins the
+# host tool.
 set -euo pipefail
 
 DIR=g2h
@@ -106,7 +114,8 @@ case "$PROTO" in
 udp) ;;
 tcp)
 	[[ "$DIR" == g2h || "$DIR" == h2g || "$DIR" == rr ]] || die "--proto tcp measures g2h, h2g and rr only"
-	[ "$CEILING" = 0 ] || die "--ceiling is for UDP only"
+	[[ "$CEILING" = 0 || "$DIR" == rr ]] ||
+		die "--ceiling with --proto tcp: --dir rr only (its netns: row); the tap ceilings are UDP only"
 	;;
 *) die "--proto must be udp or tcp" ;;
 esac
@@ -134,7 +143,15 @@ for s in "${SIZE_LIST[@]}"; do
 	SEEN_SIZES="${SEEN_SIZES:-} $s"
 done
 [ ${#CONFIGS[@]} -gt 0 ] || CONFIGS=("minivmm:")
-[ "$CEILING" = 0 ] || CONFIGS+=("tapwrite:")
+# --ceiling: the direction's ceiling row, once (rr: netns:, unless it is already a row)
+if [ "$CEILING" = 1 ]; then
+	case "$DIR" in
+	g2h | pps) CONFIGS+=("tapwrite:") ;;
+	h2g) CONFIGS+=("tapread:") ;;
+	rr) [[ " ${CONFIGS[*]} " == *" netns: "* || " ${CONFIGS[*]} " == *" netns "* ]] || CONFIGS+=("netns:") ;;
+	g2g) die "--ceiling: there is no ceiling row for g2g" ;;
+	esac
+fi
 if [ "$PROFILE" = 1 ]; then
 	command -v perf >/dev/null || die "--profile needs perf: apt-get install linux-perf"
 fi
@@ -144,7 +161,10 @@ for c in "${CONFIGS[@]}"; do
 	tapwrite | tapwrite:)
 		[[ "$DIR" == g2h || "$DIR" == pps ]] || die "tapwrite: measures g2h and pps only"
 		[ "$PROTO" = udp ] || die "tapwrite: measures UDP only" ;;
-	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns: or tapwrite: ($c)" ;;
+	tapread | tapread:)
+		[ "$DIR" = h2g ] || die "tapread: measures h2g only (it receives what the host sends to the guest)"
+		[ "$PROTO" = udp ] || die "tapread: measures UDP only" ;;
+	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite: or tapread: ($c)" ;;
 	esac
 done
 
@@ -158,6 +178,7 @@ vmm_binary() {
 }
 UDPPERF=build/examples/udpperf
 TAPSEND=build/examples/tapsend
+TAPREAD=build/examples/tapread
 TCPPERF=build/examples/tcpperf
 
 [ "$(id -u)" = 0 ] || die "needs root (network namespaces, taps)"
@@ -174,15 +195,16 @@ for c in "${CONFIGS[@]}"; do
 	esac
 	case "$c" in
 	minivmm* | qemu*) for w in probe kvm tun; do bench_require "$w"; done ;; # stop at the first missing
-	tapwrite*) bench_require tun ;;
+	tapwrite* | tapread*) bench_require tun ;;
 	esac
 done
 
 mkdir -p build/examples
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$UDPPERF" examples/netbench/udpperf.c
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TAPSEND" examples/netbench/tapsend.c
+cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TAPREAD" examples/netbench/tapread.c
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TCPPERF" examples/netbench/tcpperf.c
-UDPPERF=$PWD/$UDPPERF TAPSEND=$PWD/$TAPSEND TCPPERF=$PWD/$TCPPERF
+UDPPERF=$PWD/$UDPPERF TAPSEND=$PWD/$TAPSEND TAPREAD=$PWD/$TAPREAD TCPPERF=$PWD/$TCPPERF
 HOST_TOOL=$UDPPERF
 [ "$PROTO" = udp ] || HOST_TOOL=$TCPPERF
 
@@ -342,6 +364,11 @@ guest_start() {
 			--dest "$peer" --port "$PORT" --size "$size" --secs "$secs")
 		[ -z "$IO_PIN" ] || cmd=(taskset -c "$IO_PIN" "${cmd[@]}")
 		;;
+	tapread) # udp_sink: counts for SECS from the first datagram, as the probe does
+		cmd=("$TAPREAD" --tap "${TAP[$i]}" --mac "${GUEST_MAC[$i]}" --ip "${GUEST_IP[$i]}"
+			--port "$PORT" --secs "$secs" --wait-secs "$TIMEOUT" --ready-file "$TMP/$name.ready")
+		[ -z "$IO_PIN" ] || cmd=(taskset -c "$IO_PIN" "${cmd[@]}")
+		;;
 	esac
 	echo "$cmdline" >"$TMP/$name.cmdline"
 	rm -f "$TMP/$name.pid"
@@ -454,7 +481,7 @@ guest_wait_ready() {
 # result_line NAME: the guest's result line
 result_line() {
 	tr -d '\r' <"$TMP/$1.out" |
-		grep -E '^(probe: (udp_stream|udp_sink|udp_rr|pktgen) |probe: (tcp_stream|tcp_sink) bytes=|probe: tcp_rr size=|udpperf: mode=|tcpperf: mode=|tapsend: )' |
+		grep -E '^(probe: (udp_stream|udp_sink|udp_rr|pktgen) |probe: (tcp_stream|tcp_sink) bytes=|probe: tcp_rr size=|udpperf: mode=|tcpperf: mode=|tapsend: |tapread: )' |
 		tail -n 1 || true
 }
 
@@ -644,7 +671,7 @@ run_one() {
 	CUR_CFG=$cfg CUR_SIZE=$size
 	R_SOCK="" R_ELAPSED="" R_MBPS="" R_PPS="" R_SENT="" R_RECV="" R_CPU=""
 	R_TPS="" R_P50="" R_P90="" R_P99="" R_MSZ="" R_PROF="" R_AFF=""
-	local link=tap # a veth for netns:, a tap for all others (the VMMs and tapwrite:)
+	local link=tap # a veth for netns:, a tap for all others (the VMMs, tapwrite:, tapread:)
 	[ "$kind" != netns ] || link=netns
 	if [ "$CUR_LINK_KIND" != "$link" ]; then
 		for ((i = 0; i < NGUESTS; i++)); do setup_link "$i" "$link"; done

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# examples/netbench.sh's ceiling rows, no VM needed: host to guest against tapread: (a process
+# reading the tap one frame per read(), answering ARP for the guest, counting its datagrams,
+# fragments reassembled above the MTU), request/response against netns: (UDP and TCP), which
+# --ceiling adds once, and the refusals of what a ceiling cannot measure. Where /dev/kvm works,
+# --ceiling beside minivmm for rr too. Nothing the script made may outlive it.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/netns.sh"
+netns_require
+command -v cc >/dev/null || skip "no C compiler"
+
+BENCH=$ROOT/examples/netbench.sh
+export NETBENCH_NS=nbceil-$$
+# netbench removes its namespaces itself, also on failure; this is for a netbench killed hard.
+on_exit "_netns_destroy '$NETBENCH_NS-g0'; _netns_destroy '$NETBENCH_NS'"
+
+# row JSON CONFIG SIZE KEY: KEY of CONFIG's row for SIZE in netbench's --json output
+row() {
+	grep -o "{\"config\":\"$2\",\"message_bytes\":$3,[^}]*}" <<<"$1" |
+		sed -n "s/.*\"$4\":\([^,}]*\).*/\1/p"
+}
+# positive JSON CONFIG SIZE KEY...: fail unless each value is a number above zero
+positive() {
+	local out=$1 cfg=$2 size=$3 k v
+	shift 3
+	for k in "$@"; do
+		v=$(row "$out" "$cfg" "$size" "$k")
+		awk -v v="$v" 'BEGIN { exit !(v + 0 > 0) }' || fail "$cfg $size bytes: $k is '$v' in: $out"
+	done
+}
+# run NAME ARGS...: netbench with ARGS (a few seconds); its output in $out
+run() {
+	local name=$1
+	shift
+	out=$(timeout 120 "$BENCH" --secs 1 --rounds 1 --json "$@" 2>"$TEST_TMP/$name.err") ||
+		{ cat "$TEST_TMP/$name.err"; fail "netbench $*: failed: $out"; }
+}
+
+# Host to guest: --ceiling adds tapread: to the netns: stand-in. 3000 bytes: three fragments,
+# each datagram counted once, its payload only.
+run h2g --dir h2g --config netns: --ceiling --sizes "64 3000"
+grep -q '"configs":\["netns:","tapread:"\]' <<<"$out" || fail "h2g --ceiling: configs: $out"
+for size in 64 3000; do
+	positive "$out" netns: $size recv_msgs pps mbps
+	positive "$out" tapread: $size recv_msgs pps mbps elapsed_s vmm_cpu_us_per_pkt
+	# Counted for the 1 s asked for from the first datagram, like the probe's sink.
+	e=$(row "$out" tapread: $size elapsed_s)
+	awk -v e="$e" 'BEGIN { exit !(e >= 0.999 && e < 2) }' || fail "tapread: $size bytes: elapsed '$e' s"
+	# The rate is payload bytes over that interval (the UDP header would add 12% at 64 bytes).
+	m=$(row "$out" tapread: $size recv_msgs) r=$(row "$out" tapread: $size mbps)
+	awk -v e="$e" -v m="$m" -v r="$r" -v s=$size 'BEGIN { x = m * s * 8 / e / 1e6
+		exit !(r > 0 && x / r > 0.99 && x / r < 1.01) }' ||
+		fail "tapread: $size bytes: $m messages in $e s is not $r Mbit/s"
+done
+
+# Request/response, UDP: netns: is its own ceiling, a row once however it is asked for.
+run rr --dir rr --config netns: --ceiling --sizes "64 4000"
+grep -q '"configs":\["netns:"\]' <<<"$out" || fail "rr --ceiling: configs: $out"
+for size in 64 4000; do
+	positive "$out" netns: $size tps lat_us_p50 transactions
+done
+# ... and TCP.
+run rrtcp --proto tcp --dir rr --config netns --ceiling --sizes 64
+grep -q '"proto":"tcp",.*"configs":\["netns"\]' <<<"$out" || fail "tcp rr --ceiling: configs: $out"
+positive "$out" netns 64 tps lat_us_p50 transactions
+
+# Beside a VM, --ceiling adds netns: for rr.
+if kvm_usable; then
+	run rrvm --dir rr --config minivmm: --ceiling --sizes 64
+	grep -q '"configs":\["minivmm:","netns:"\]' <<<"$out" || fail "rr --ceiling: configs: $out"
+	positive "$out" minivmm: 64 tps
+	positive "$out" netns: 64 tps
+fi
+
+# What a ceiling cannot measure is refused (--timeout 2: a wrongly accepted run ends soon).
+refused() {
+	local want=$1 rc=0
+	shift
+	"$BENCH" --secs 1 --timeout 2 "$@" >/dev/null 2>"$TEST_TMP/refused.err" || rc=$?
+	[ $rc = 2 ] && grep -q -- "$want" "$TEST_TMP/refused.err" ||
+		fail "$*: status $rc, $(cat "$TEST_TMP/refused.err")"
+}
+refused 'tapread: measures h2g only' --dir g2h --config tapread: --sizes 64
+refused 'tapread: measures h2g only' --dir rr --config tapread:
+refused 'tapread: measures UDP only' --dir h2g --proto tcp --config tapread:
+refused 'no ceiling row for g2g' --dir g2g --config netns: --ceiling --sizes 64
+refused '--dir rr only' --dir h2g --proto tcp --config netns: --ceiling
+
+ip netns list | grep -qw -- "$NETBENCH_NS" && fail "netbench left its namespace behind"
+for p in $(pgrep -f "build/examples/(tapread|udpperf|tcpperf)"); do
+	[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" = "$ROOT" ] && fail "netbench left host tools running"
+done
+exit 0
