@@ -3,7 +3,7 @@
 # reading the tap one frame per read(), answering ARP for the guest, counting its datagrams,
 # fragments reassembled above the MTU), request/response against netns: (UDP and TCP), which
 # --ceiling adds once, and the refusals of what a ceiling cannot measure. Where /dev/kvm works,
-# --ceiling beside minivmm for rr too. Nothing the script made may outlive it.
+# --ceiling beside minivmm for h2g and rr too. Nothing the script made may outlive it.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/netns.sh"
 netns_require
@@ -64,8 +64,12 @@ run rrtcp --proto tcp --dir rr --config netns --ceiling --sizes 64
 grep -q '"proto":"tcp",.*"configs":\["netns"\]' <<<"$out" || fail "tcp rr --ceiling: configs: $out"
 positive "$out" netns 64 tps lat_us_p50 transactions
 
-# Beside a VM, --ceiling adds netns: for rr.
+# Beside a VM, --ceiling adds tapread: for h2g and netns: for rr.
 if kvm_usable; then
+	run h2gvm --dir h2g --config minivmm: --ceiling --sizes 64 --probe-args net.rxwait=halt
+	grep -q '"configs":\["minivmm:","tapread:"\]' <<<"$out" || fail "h2g --ceiling: configs: $out"
+	positive "$out" minivmm: 64 recv_msgs pps
+	positive "$out" tapread: 64 recv_msgs pps
 	run rrvm --dir rr --config minivmm: --ceiling --sizes 64
 	grep -q '"configs":\["minivmm:","netns:"\]' <<<"$out" || fail "rr --ceiling: configs: $out"
 	positive "$out" minivmm: 64 tps
