@@ -419,7 +419,11 @@ static bool process_ack(struct tcp_stack *s, struct tcp_conn *c, const struct se
 	uint32_t acked = g->ack - c->snd_una;
 	bool dup = !acked && !g->dlen && !(g->flags & (TCP_SYN | TCP_FIN)) && wnd &&
 		   wnd == c->snd_wnd && c->snd_max != c->snd_una;
-	if (SEQ_LT(c->snd_wl1, g->seq) || (c->snd_wl1 == g->seq && SEQ_LEQ(c->snd_wl2, g->ack))) {
+	/* An ACK that moves snd_una carries the receiver's current window even when its seq is
+	 * old (the peer went back to resend): the old window, kept, would be applied from the
+	 * new snd_una and reach past the edge the peer advertised. */
+	if (acked || SEQ_LT(c->snd_wl1, g->seq) ||
+	    (c->snd_wl1 == g->seq && SEQ_LEQ(c->snd_wl2, g->ack))) {
 		c->snd_wnd = wnd;
 		c->snd_wl1 = g->seq;
 		c->snd_wl2 = g->ack;

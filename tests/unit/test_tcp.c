@@ -1125,3 +1125,90 @@ Test(tcp, reset_for_an_ack_to_no_connection)
 	cr_assert_eq(A.rx_bad, 0);
 	cr_assert_eq(A.resets_sent, 1, "no reset from a broadcast address");
 }
+
+/* A lossy link with a seeded PRNG (xorshift64*): each segment, either way, is dropped,
+ * duplicated or held back behind the next one with the given odds (per 10,000). */
+static uint64_t lossy_rng;
+static unsigned lossy_drop, lossy_dup, lossy_hold, lossy_dropped;
+static enum action lossy(const struct pkt *p, const struct seginfo *si)
+{
+	(void)p;
+	(void)si;
+	lossy_rng ^= lossy_rng >> 12;
+	lossy_rng ^= lossy_rng << 25;
+	lossy_rng ^= lossy_rng >> 27;
+	unsigned r = (unsigned)((lossy_rng * 2685821657736338717ull) >> 32) % 10000;
+	if (r < lossy_drop) {
+		lossy_dropped++;
+		return DROP;
+	}
+	if (r < lossy_drop + lossy_dup)
+		return DUPLICATE;
+	if (r < lossy_drop + lossy_dup + lossy_hold && !have_held)
+		return HOLD;
+	return DELIVER;
+}
+
+/* MiB each way through the lossy link, every byte checked, then FIN both ways through it. */
+static void lossy_run(uint64_t seed, unsigned drop, uint64_t bytes)
+{
+	int b;
+	int a = pair(0x9e3779b9u * (uint32_t)seed, 0x7f4a7c15u * (uint32_t)seed, &b);
+	filter = lossy;
+	lossy_rng = seed;
+	lossy_drop = drop;
+	lossy_dup = 50;
+	lossy_hold = 200;
+	lossy_dropped = 0;
+	transfer(a, b, bytes, bytes, 3600000000ull);
+	cr_assert(lossy_dropped > 0);
+	/* losses were repaired both ways, and not only by the RTO */
+	cr_assert(A.conns[a].fast_retransmits > 0 && B.conns[b].fast_retransmits > 0,
+		  "fast retransmits A %llu B %llu", (unsigned long long)A.conns[a].fast_retransmits,
+		  (unsigned long long)B.conns[b].fast_retransmits);
+	tcp_close(&A, a);
+	tcp_close(&B, b);
+	uint8_t x[16];
+	for (int i = 0;
+	     i < 600 && (tcp_state(&A, a) != TCP_CLOSED || tcp_state(&B, b) != TCP_CLOSED); i++)
+		run_for(100000);
+	cr_assert_eq(tcp_state(&A, a), TCP_CLOSED);
+	cr_assert_eq(tcp_state(&B, b), TCP_CLOSED);
+	cr_assert_eq(A.conns[a].err, TCP_OK, "A closed with error %d", A.conns[a].err);
+	cr_assert_eq(B.conns[b].err, TCP_OK, "B closed with error %d", B.conns[b].err);
+	cr_assert_eq(tcp_recv(&A, a, x, sizeof(x)), -1);
+	cr_assert_eq(tcp_recv(&B, b, x, sizeof(x)), -1);
+	cr_assert_eq(window_violations, 0);
+}
+
+Test(tcp, lossy_link_one_percent_every_byte_and_fin, .timeout = 120)
+{
+	lossy_run(0x1234567, 100, 4u << 20);
+}
+
+Test(tcp, lossy_link_five_percent_every_byte_and_fin, .timeout = 120)
+{
+	lossy_run(0xdeadbeef, 500, 2u << 20);
+}
+
+Test(tcp, fast_retransmit_on_the_third_dup_ack_not_before)
+{
+	int id = crafted_passive(0x7000, peer_opts, sizeof(peer_opts));
+	uint32_t una = 0x7001;
+	inject(PEER_ISN + 1, una, TCP_ACK, 65535, 0, 0, 0, 0);
+	static uint8_t data[4 * 1460];
+	cr_assert_eq(tcp_send(&A, id, data, sizeof(data)), (int)sizeof(data));
+	cr_assert(A.conns[id].snd_nxt - una >= 4 * 1460u, "four segments in flight");
+	for (int k = 1; k <= 3; k++) {
+		unsigned n0 = nlog;
+		inject(PEER_ISN + 1, una, TCP_ACK, 65535, 0, 0, 0, 0);
+		if (k < 3) {
+			cr_assert_eq(nlog, n0, "a resend after %d duplicate ACK(s)", k);
+			continue;
+		}
+		cr_assert_eq(nlog, n0 + 1, "the third duplicate ACK resends at once");
+		cr_assert_eq(last_sent()->seq, una);
+		cr_assert_eq(last_sent()->dlen, 1460);
+	}
+	cr_assert_eq(A.conns[id].fast_retransmits, 1);
+}
