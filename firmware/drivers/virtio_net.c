@@ -22,6 +22,8 @@ static uint8_t rx_pool[VIRTQ_MAX_SIZE][VNET_BUF_LEN]
     __attribute__((aligned(4096), section(".noinit")));
 static uint8_t tx_pool[VIRTQ_MAX_SIZE][VNET_BUF_LEN]
     __attribute__((aligned(4096), section(".noinit")));
+static uint8_t tx_big_pool[VNET_BIG_BUFS][VNET_BIG_BUF_LEN]
+    __attribute__((aligned(4096), section(".noinit")));
 
 /* The transport core has no config accessor; both windows are plain memory-mapped here. */
 static volatile uint8_t *config(struct virtio_dev *d)
@@ -47,12 +49,23 @@ const char *vnet_open(struct vnet *n)
 	if (!n->dev)
 		return "no virtio-net device";
 	struct virtio_dev *d = n->dev;
-	/* No CSUM/GUEST_CSUM or TSO: the stack computes every checksum itself. */
 	uint64_t want =
 	    1ull << VIRTIO_NET_F_MAC | 1ull << VIRTIO_NET_F_STATUS | 1ull << VIRTIO_NET_F_MRG_RXBUF;
-	/* net.txwait=halt: wait for TX room on an interrupt, leaving the host CPU to the VMM. */
 	const char *v;
 	size_t vl;
+	/* net.offload=on|off (default on): transmit offloads (CSUM, HOST_TSO4) where offered,
+	 * as a Linux guest takes them; no GUEST_CSUM or GUEST_TSO: received frames come whole,
+	 * and checked here. Off: every checksum computed here, MSS-sized frames. */
+	bool offload = true;
+	if (cmdline_get(boot_info.cmdline, "net.offload", &v, &vl)) {
+		if (vl == 3 && !memcmp(v, "off", 3))
+			offload = false;
+		else if (!(vl == 2 && !memcmp(v, "on", 2)))
+			return "net.offload: on or off";
+	}
+	if (offload)
+		want |= 1ull << VIRTIO_NET_F_CSUM | 1ull << VIRTIO_NET_F_HOST_TSO4;
+	/* net.txwait=halt: wait for TX room on an interrupt, leaving the host CPU to the VMM. */
 	n->tx_halt = cmdline_get(boot_info.cmdline, "net.txwait", &v, &vl) && vl == 4 &&
 		     !memcmp(v, "halt", 4);
 	/* net.rxwait=halt: the same for a receiver with nothing to receive. */
@@ -72,18 +85,23 @@ const char *vnet_open(struct vnet *n)
 		    d->features >> VIRTIO_NET_F_MAC & 1 ? cfg[CFG_MAC + i] : fallback_mac[i];
 	vnet_read_link(n);
 	n->mrg_rxbuf = d->features >> VIRTIO_NET_F_MRG_RXBUF & 1;
+	n->csum = d->features >> VIRTIO_NET_F_CSUM & 1;
+	n->tso4 = n->csum && d->features >> VIRTIO_NET_F_HOST_TSO4 & 1; /* TSO needs CSUM */
 	n->rx = &d->vq[RX_QUEUE];
 	n->tx = &d->vq[TX_QUEUE];
 	n->kick_batch = DEFAULT_BATCH;
 	for (uint16_t b = 0; b < n->rx->size; b++)
 		rx_post(n, b);
 	virtq_kick(n->rx, true);
-	/* TX headers stay zero (no offload, GSO_NONE); only the frames behind them change. */
+	/* TX headers stay zero (GSO_NONE, no partial checksum) but after vnet_tx_send_hdr, which
+	 * vnet_tx_send then clears: only the frames behind them change. */
 	n->ntx = n->tx->size;
 	for (uint16_t b = 0; b < n->ntx; b++) {
 		memset(tx_pool[b], 0, VNET_HDR_LEN);
 		n->tx_free[n->ntx_free++] = b;
 	}
+	for (uint8_t b = 0; b < VNET_BIG_BUFS; b++)
+		n->big_free[n->nbig_free++] = b;
 	return 0;
 }
 
@@ -107,6 +125,10 @@ void vnet_tx_reclaim(struct vnet *n)
 			return;
 		}
 		n->tx_free[n->ntx_free++] = n->tx_buf_of[id];
+		if (n->tx_big_of[id]) {
+			n->big_free[n->nbig_free++] = (uint8_t)(n->tx_big_of[id] - 1);
+			n->tx_big_of[id] = 0;
+		}
 	}
 }
 
@@ -117,16 +139,43 @@ uint8_t *vnet_tx_buf(struct vnet *n)
 	return n->ntx_free ? tx_pool[n->tx_free[n->ntx_free - 1]] + VNET_HDR_LEN : 0;
 }
 
-void vnet_tx_send(struct vnet *n, unsigned len)
+uint8_t *vnet_tx_big_buf(struct vnet *n)
+{
+	if (!n->ntx_free || !n->nbig_free)
+		vnet_tx_reclaim(n);
+	return n->ntx_free && n->nbig_free
+		   ? tx_big_pool[n->big_free[n->nbig_free - 1]] + VNET_HDR_LEN
+		   : 0;
+}
+
+/* Posts buf (VNET_HDR_LEN + len bytes); big: a TSO buffer, which takes a small one along. */
+static void tx_post(struct vnet *n, uint8_t *buf, unsigned len, bool big)
 {
 	uint16_t b = n->tx_free[--n->ntx_free];
-	struct virtq_buf vb = {(uint64_t)tx_pool[b], VNET_HDR_LEN + len, false};
+	struct virtq_buf vb = {(uint64_t)(big ? buf : tx_pool[b]), VNET_HDR_LEN + len, false};
 	int head = virtq_add(n->tx, &vb, 1);
 	n->tx_buf_of[head] = b;
+	n->tx_big_of[head] = big ? (uint8_t)(n->big_free[--n->nbig_free] + 1) : 0;
 	n->tx_pkts++;
 	/* Not one kick per frame: EVENT_IDX makes most of these free, and the rest are few. */
 	if (++n->tx_unkicked >= n->kick_batch)
 		vnet_tx_flush(n);
+}
+
+void vnet_tx_send(struct vnet *n, unsigned len)
+{
+	if (n->tx_hdr_dirty) /* a header left by vnet_tx_send_hdr: plain frames have none */
+		memset(tx_pool[n->tx_free[n->ntx_free - 1]], 0, VNET_HDR_LEN);
+	tx_post(n, 0, len, false);
+}
+
+void vnet_tx_send_hdr(struct vnet *n, unsigned len, const uint8_t *hdr, bool big)
+{
+	uint8_t *buf =
+	    big ? tx_big_pool[n->big_free[n->nbig_free - 1]] : tx_pool[n->tx_free[n->ntx_free - 1]];
+	memcpy(buf, hdr, VNET_HDR_LEN);
+	n->tx_hdr_dirty |= !big;
+	tx_post(n, buf, len, big);
 }
 
 void vnet_tx_flush(struct vnet *n)
@@ -135,18 +184,23 @@ void vnet_tx_flush(struct vnet *n)
 	virtq_kick(n->tx, false);
 }
 
-const char *vnet_tx_wait(struct vnet *n, unsigned want, unsigned timeout_ms)
+static bool tx_room(const struct vnet *n, unsigned want, unsigned want_big)
+{
+	return n->ntx_free >= want && n->nbig_free >= want_big;
+}
+
+static const char *tx_wait(struct vnet *n, unsigned want, unsigned want_big, unsigned timeout_ms)
 {
 	if (want > n->ntx)
 		return "virtio-net tx queue too small for this datagram";
 	vnet_tx_reclaim(n);
-	if (n->ntx_free >= want)
+	if (tx_room(n, want, want_big))
 		return n->err;
 	vnet_tx_flush(n);
 	uint64_t t0 = rdtsc(), last = t0, limit = virtio_ms_to_cycles(timeout_ms);
 	uint64_t check = virtio_ms_to_cycles(STATUS_CHECK_MS);
 	const char *err = 0;
-	while (n->ntx_free < want && !n->err) {
+	while (!tx_room(n, want, want_big) && !n->err) {
 		if (n->tx_halt && n->tx->used->idx == n->tx->last_used) {
 			/* Wake when half of what is in flight has been sent. */
 			uint16_t inflight = (uint16_t)(n->ntx - n->ntx_free);
@@ -176,9 +230,19 @@ const char *vnet_tx_wait(struct vnet *n, unsigned want, unsigned timeout_ms)
 	return err ? err : n->err;
 }
 
+const char *vnet_tx_wait(struct vnet *n, unsigned want, unsigned timeout_ms)
+{
+	return tx_wait(n, want, 0, timeout_ms);
+}
+
+const char *vnet_tx_wait_big(struct vnet *n, unsigned timeout_ms)
+{
+	return tx_wait(n, 1, 1, timeout_ms);
+}
+
 const char *vnet_tx_drain(struct vnet *n, unsigned timeout_ms)
 {
-	return vnet_tx_wait(n, n->ntx, timeout_ms);
+	return tx_wait(n, n->ntx, VNET_BIG_BUFS, timeout_ms);
 }
 
 const char *vnet_rx_sleep(struct vnet *n, unsigned batch, unsigned timeout_ms)

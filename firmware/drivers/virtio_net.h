@@ -1,8 +1,10 @@
 /*
  * A polling virtio-net driver (virtio 1.2, 5.1): one RX queue (0) and one TX queue (1), no
- * control queue, no offloads. Every exit is dear (see PLATFORM.md), so nothing here waits
- * for an interrupt: used rings are polled, TX kicks are batched and RX is refilled in
- * batches, each kick subject to EVENT_IDX.
+ * control queue. Transmit offloads when the device offers them and net.offload is not off:
+ * CSUM (a partial checksum the device finishes) and HOST_TSO4 (frames up to 64 KiB from a
+ * few large buffers, cut by the device); nothing on receive. Every exit is dear (see PLATFORM.md),
+ * so nothing here waits for an interrupt: used rings are polled, TX kicks are batched and RX is
+ * refilled in batches, each kick subject to EVENT_IDX.
  */
 #ifndef VIRTIO_NET_H
 #define VIRTIO_NET_H
@@ -15,6 +17,8 @@
 #define VIRTIO_ID_NET 1
 
 /* Feature bits (5.1.3). */
+#define VIRTIO_NET_F_CSUM      0
+#define VIRTIO_NET_F_HOST_TSO4 11
 #define VIRTIO_NET_F_MAC       5
 #define VIRTIO_NET_F_MRG_RXBUF 15
 #define VIRTIO_NET_F_STATUS    16
@@ -24,6 +28,11 @@
 #define VNET_HDR_LEN   12
 #define VNET_BUF_LEN   2048 /* header + a 1514-byte frame, rounded up */
 #define VNET_MAX_FRAME (VNET_BUF_LEN - VNET_HDR_LEN)
+/* TSO buffers: a whole IPv4 datagram of 64 KiB behind Ethernet and the header, a few of
+ * them (a TSO frame also holds one small buffer, so descriptors never run out). */
+#define VNET_BIG_BUFS	   8
+#define VNET_BIG_BUF_LEN   (VNET_HDR_LEN + 14 + 65535)
+#define VNET_BIG_MAX_FRAME (VNET_BIG_BUF_LEN - VNET_HDR_LEN)
 
 struct vnet {
 	struct virtio_dev *dev;
@@ -31,6 +40,7 @@ struct vnet {
 	uint8_t mac[6];
 	bool link_up;
 	bool mrg_rxbuf;
+	bool csum, tso4; /* negotiated: CSUM, and HOST_TSO4 with it */
 	bool tx_halt;	 /* net.txwait=halt: sleep on a TX interrupt instead of spinning */
 	bool rx_halt;	 /* net.rxwait=halt: a receiver with nothing to do sleeps (vnet_rx_sleep) */
 	const char *err; /* first device error seen on a used ring */
@@ -38,6 +48,10 @@ struct vnet {
 	uint16_t tx_free[VIRTQ_MAX_SIZE];
 	unsigned ntx_free, ntx;
 	uint16_t tx_buf_of[VIRTQ_MAX_SIZE];
+	uint8_t tx_big_of[VIRTQ_MAX_SIZE]; /* the TSO buffer a head carries, plus one; 0: none */
+	uint8_t big_free[VNET_BIG_BUFS];
+	unsigned nbig_free;
+	bool tx_hdr_dirty; /* a small buffer's header was written (vnet_tx_send_hdr) */
 	unsigned tx_unkicked, kick_batch;
 	/* RX buffers: which buffer each posted head carries; used ones wait for the refill. */
 	uint16_t rx_buf_of[VIRTQ_MAX_SIZE];
@@ -62,12 +76,18 @@ bool vnet_read_link(struct vnet *n);
  */
 uint8_t *vnet_tx_buf(struct vnet *n);
 void vnet_tx_send(struct vnet *n, unsigned len);
+/* The same with a virtio-net header (VNET_HDR_LEN bytes), into a small buffer (vnet_tx_buf)
+ * or, big, into a TSO buffer (vnet_tx_big_buf: VNET_BIG_MAX_FRAME bytes; 0 if none is free). */
+uint8_t *vnet_tx_big_buf(struct vnet *n);
+void vnet_tx_send_hdr(struct vnet *n, unsigned len, const uint8_t *hdr, bool big);
 void vnet_tx_flush(struct vnet *n);
 /* Return completed TX buffers to the pool (polls the used ring: no exit). */
 void vnet_tx_reclaim(struct vnet *n);
 /* Flush, then spin until `want` TX buffers are free (all of them: vnet_tx_drain). */
 const char *vnet_tx_wait(struct vnet *n, unsigned want, unsigned timeout_ms);
 const char *vnet_tx_drain(struct vnet *n, unsigned timeout_ms);
+/* vnet_tx_wait for one small buffer and one TSO buffer. */
+const char *vnet_tx_wait_big(struct vnet *n, unsigned timeout_ms);
 /* Hand up to budget received frames (Ethernet, no virtio header) to fn, then refill the RX
  * queue with one kick. Returns how many used buffers were consumed. */
 typedef void (*vnet_rx_fn)(const uint8_t *frame, unsigned len);
