@@ -6,10 +6,15 @@
 #include "cmdline.h"
 #include "x86.h"
 
-#define MMIO_CONFIG	0x100 /* virtio-mmio device-specific config (4.2.2) */
-#define CFG_MAC		0
-#define CFG_STATUS	6
-#define HDR_NUM_BUFFERS 10
+#define MMIO_CONFIG	 0x100 /* virtio-mmio device-specific config (4.2.2) */
+#define CFG_MAC		 0
+#define CFG_STATUS	 6
+#define HDR_FLAGS	 0
+#define HDR_NUM_BUFFERS	 10
+#define HDR_F_NEEDS_CSUM 1
+#define HDR_F_DATA_VALID 2
+/* A merged frame: up to an IPv4 datagram of 64 KiB behind Ethernet and the header. */
+#define RX_ASM_LEN	(VNET_HDR_LEN + 14 + 65535)
 #define RX_QUEUE	0
 #define TX_QUEUE	1
 #define DEFAULT_BATCH	32
@@ -24,6 +29,7 @@ static uint8_t tx_pool[VIRTQ_MAX_SIZE][VNET_BUF_LEN]
     __attribute__((aligned(4096), section(".noinit")));
 static uint8_t tx_big_pool[VNET_BIG_BUFS][VNET_BIG_BUF_LEN]
     __attribute__((aligned(4096), section(".noinit")));
+static uint8_t rx_asm[RX_ASM_LEN] __attribute__((aligned(64), section(".noinit")));
 
 /* The transport core has no config accessor; both windows are plain memory-mapped here. */
 static volatile uint8_t *config(struct virtio_dev *d)
@@ -65,6 +71,13 @@ const char *vnet_open(struct vnet *n)
 	}
 	if (offload)
 		want |= 1ull << VIRTIO_NET_F_CSUM | 1ull << VIRTIO_NET_F_HOST_TSO4;
+	/* net.rx_offload=on|off (default off): GUEST_CSUM + GUEST_TSO4, large frames in. */
+	if (cmdline_get(boot_info.cmdline, "net.rx_offload", &v, &vl)) {
+		if (vl == 2 && !memcmp(v, "on", 2))
+			want |= 1ull << VIRTIO_NET_F_GUEST_CSUM | 1ull << VIRTIO_NET_F_GUEST_TSO4;
+		else if (!(vl == 3 && !memcmp(v, "off", 3)))
+			return "net.rx_offload: on or off";
+	}
 	/* net.txwait=halt: wait for TX room on an interrupt, leaving the host CPU to the VMM. */
 	n->tx_halt = cmdline_get(boot_info.cmdline, "net.txwait", &v, &vl) && vl == 4 &&
 		     !memcmp(v, "halt", 4);
@@ -87,6 +100,11 @@ const char *vnet_open(struct vnet *n)
 	n->mrg_rxbuf = d->features >> VIRTIO_NET_F_MRG_RXBUF & 1;
 	n->csum = d->features >> VIRTIO_NET_F_CSUM & 1;
 	n->tso4 = n->csum && d->features >> VIRTIO_NET_F_HOST_TSO4 & 1; /* TSO needs CSUM */
+	n->rx_csum = d->features >> VIRTIO_NET_F_GUEST_CSUM & 1;
+	n->rx_tso4 = n->rx_csum && d->features >> VIRTIO_NET_F_GUEST_TSO4 & 1;
+	/* 64 KiB frames need mergeable buffers here (ours are 2 KiB each) */
+	if (n->rx_tso4 && !n->mrg_rxbuf)
+		return "virtio-net: GUEST_TSO4 without MRG_RXBUF";
 	n->rx = &d->vq[RX_QUEUE];
 	n->tx = &d->vq[TX_QUEUE];
 	n->kick_batch = DEFAULT_BATCH;
@@ -259,6 +277,22 @@ const char *vnet_rx_sleep(struct vnet *n, unsigned batch, unsigned timeout_ms)
 	return err == virtq_timed_out ? 0 : err; /* a quiet link is not an error */
 }
 
+/* One whole received buffer (header and frame) to fn. */
+static void rx_deliver(struct vnet *n, vnet_rx_fn fn, const uint8_t *buf, unsigned len)
+{
+	if (len < VNET_HDR_LEN + 14) {
+		n->rx_drops++;
+		return;
+	}
+	n->rx_pkts++;
+	bool nested = n->in_rx;
+	n->in_rx = true;
+	n->rx_csum_ok = n->rx_csum && buf[HDR_FLAGS] & (HDR_F_NEEDS_CSUM | HDR_F_DATA_VALID);
+	fn(buf + VNET_HDR_LEN, len - VNET_HDR_LEN);
+	n->rx_csum_ok = false;
+	n->in_rx = nested;
+}
+
 unsigned vnet_rx_poll(struct vnet *n, vnet_rx_fn fn, unsigned budget)
 {
 	unsigned done = 0;
@@ -278,22 +312,40 @@ unsigned vnet_rx_poll(struct vnet *n, vnet_rx_fn fn, unsigned budget)
 			continue;
 		}
 		const uint8_t *buf = rx_pool[b];
+		if (n->rx_asm_left) { /* the next piece of a merged frame */
+			if (len > VNET_BUF_LEN || n->rx_asm_len + len > RX_ASM_LEN) {
+				n->rx_skip = n->rx_asm_left - 1u; /* the frame is lost */
+				n->rx_asm_left = 0;
+				n->rx_drops++;
+				continue;
+			}
+			memcpy(rx_asm + n->rx_asm_len, buf, len);
+			n->rx_asm_len += len;
+			if (--n->rx_asm_left)
+				continue;
+			n->rx_large++;
+			rx_deliver(n, fn, rx_asm, n->rx_asm_len);
+			continue;
+		}
 		uint16_t nbuf = (uint16_t)(buf[HDR_NUM_BUFFERS] | buf[HDR_NUM_BUFFERS + 1] << 8);
-		/* Without GUEST_TSO no frame needs more than one 2 KiB buffer: drop any that do. */
 		if (n->mrg_rxbuf && nbuf > 1) {
-			n->rx_skip = nbuf - 1u;
+			/* Without GUEST_TSO no frame needs more than one 2 KiB buffer: drop any
+			 * that do; with it, gather them. */
+			if (!n->rx_tso4 || len < VNET_HDR_LEN || len > VNET_BUF_LEN) {
+				n->rx_skip = nbuf - 1u;
+				n->rx_drops++;
+				continue;
+			}
+			memcpy(rx_asm, buf, len);
+			n->rx_asm_len = len;
+			n->rx_asm_left = nbuf - 1u;
+			continue;
+		}
+		if (len > VNET_BUF_LEN) { /* more than we posted */
 			n->rx_drops++;
 			continue;
 		}
-		if (len < VNET_HDR_LEN + 14 || len > VNET_BUF_LEN) {
-			n->rx_drops++;
-			continue;
-		}
-		n->rx_pkts++;
-		bool nested = n->in_rx;
-		n->in_rx = true;
-		fn(buf + VNET_HDR_LEN, len - VNET_HDR_LEN);
-		n->in_rx = nested;
+		rx_deliver(n, fn, buf, len);
 	}
 	if (n->nrefill) {
 		for (unsigned i = 0; i < n->nrefill; i++)

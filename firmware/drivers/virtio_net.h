@@ -2,7 +2,9 @@
  * A polling virtio-net driver (virtio 1.2, 5.1): one RX queue (0) and one TX queue (1), no
  * control queue. Transmit offloads when the device offers them and net.offload is not off:
  * CSUM (a partial checksum the device finishes) and HOST_TSO4 (frames up to 64 KiB from a
- * few large buffers, cut by the device); nothing on receive. Every exit is dear (see PLATFORM.md),
+ * few large buffers, cut by the device). On receive only with net.rx_offload=on: GUEST_CSUM
+ * and GUEST_TSO4 (over MRG_RXBUF: frames of up to 64 KiB gathered from 2 KiB buffers, their
+ * checksums the host's word). Every exit is dear (see PLATFORM.md),
  * so nothing here waits for an interrupt: used rings are polled, TX kicks are batched and RX is
  * refilled in batches, each kick subject to EVENT_IDX.
  */
@@ -17,12 +19,14 @@
 #define VIRTIO_ID_NET 1
 
 /* Feature bits (5.1.3). */
-#define VIRTIO_NET_F_CSUM      0
-#define VIRTIO_NET_F_HOST_TSO4 11
-#define VIRTIO_NET_F_MAC       5
-#define VIRTIO_NET_F_MRG_RXBUF 15
-#define VIRTIO_NET_F_STATUS    16
-#define VIRTIO_NET_S_LINK_UP   1
+#define VIRTIO_NET_F_CSUM	0
+#define VIRTIO_NET_F_GUEST_CSUM 1
+#define VIRTIO_NET_F_GUEST_TSO4 7
+#define VIRTIO_NET_F_HOST_TSO4	11
+#define VIRTIO_NET_F_MAC	5
+#define VIRTIO_NET_F_MRG_RXBUF	15
+#define VIRTIO_NET_F_STATUS	16
+#define VIRTIO_NET_S_LINK_UP	1
 
 /* struct virtio_net_hdr_v1 (5.1.6): always 12 bytes with VERSION_1. */
 #define VNET_HDR_LEN   12
@@ -40,8 +44,15 @@ struct vnet {
 	uint8_t mac[6];
 	bool link_up;
 	bool mrg_rxbuf;
-	bool csum, tso4; /* negotiated: CSUM, and HOST_TSO4 with it */
-	bool tx_halt;	 /* net.txwait=halt: sleep on a TX interrupt instead of spinning */
+	bool csum, tso4;       /* negotiated: CSUM, and HOST_TSO4 with it */
+	bool rx_csum, rx_tso4; /* negotiated: GUEST_CSUM, and GUEST_TSO4 with it */
+	/* The frame handed to vnet_rx_fn now: the device vouched for its checksums (a partial one,
+	 * NEEDS_CSUM, or DATA_VALID). */
+	bool rx_csum_ok;
+	/* A merged frame being gathered (rx_tso4): bytes so far, buffers still to come. */
+	unsigned rx_asm_len, rx_asm_left;
+	uint64_t rx_large; /* frames that took more than one buffer */
+	bool tx_halt;	   /* net.txwait=halt: sleep on a TX interrupt instead of spinning */
 	bool rx_halt;	 /* net.rxwait=halt: a receiver with nothing to do sleeps (vnet_rx_sleep) */
 	const char *err; /* first device error seen on a used ring */
 	/* TX buffers: a stack of free ones, and which buffer each in-flight head carries. */

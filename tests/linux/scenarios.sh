@@ -497,7 +497,7 @@ tcpperf_start() {
 
 # The probe's own TCP against L1's Linux on a tap, every byte checked by the receiver:
 # tcp_stream into tcpperf recv (offloads on, off, and not offered), tcpperf send into
-# tcp_sink, tcp_rr against tcpperf rr-server;
+# tcp_sink (receive offloads off, and on: large frames), tcp_rr against tcpperf rr-server;
 # one wrong byte into tcp_sink, and one in tcp_rr's echo, make the guest fail.
 sc_probe_tcp() {
 	taps mvt0 || return 1
@@ -535,7 +535,20 @@ sc_probe_tcp() {
 	wait $PROBE_JOB
 	expect_status sink 0 && expect_out sink '^probe: PASS' || return 1
 	expect_out sink '^probe: tcp_sink bytes=16777216 .* bad=0 ' || return 1
+	expect_out sink '^probe: net .* rx_offload=off ' || return 1
 	grep '^probe: tcp_sink bytes' $W/sink.out
+	# With the receive offloads (net.rx_offload=on: GUEST_CSUM + GUEST_TSO4 over mergeable
+	# buffers) L1's tap hands over frames of up to 64 KiB: the probe gathers them, and still
+	# finds every byte right.
+	probe_run sinkrx tcp_sink net.port=9000 net.tcp_mib=16 net.rx_offload=on
+	wait_out sinkrx '^probe: tcp_sink listening' 60 || return 1
+	/probe/tcpperf send --dest 10.0.2.15 --port 9000 --mib 16 >$W/sendrx.out 2>&1 ||
+		fail "sinkrx: tcpperf send: $(cat $W/sendrx.out)"
+	wait $PROBE_JOB
+	expect_status sinkrx 0 && expect_out sinkrx '^probe: PASS' || return 1
+	expect_out sinkrx '^probe: net .* rx_offload=csum,tso4 ' || return 1
+	expect_out sinkrx '^probe: tcp_sink bytes=16777216 .* bad=0 .* rx_large=[1-9]' || return 1
+	grep '^probe: tcp_sink bytes' $W/sinkrx.out
 	# One byte wrong: the guest finds it, and fails.
 	probe_run bad tcp_sink net.port=9000
 	wait_out bad '^probe: tcp_sink listening' 60 || return 1
