@@ -3,7 +3,7 @@
 # netbench.sh: UDP (or TCP) benchmarks of a guest's virtio-net device, netperf UDP_STREAM style.
 #
 # usage: examples/netbench.sh [--dir g2h|h2g|rr|pps|g2g] [--config CFG | --compare CFG_A CFG_B]
-#            [--proto udp|tcp] [--mib N]
+#            [--proto udp|tcp] [--mib N] [--offload on|off]
 #            [--sizes "32 64 ..."] [--secs N] [--buf BYTES] [--vcpu-pin CPULIST]
 #            [--io-pin CPULIST] [--host-pin CPULIST] [--timeout SEC] [--json] [--keep-logs]
 #            [--probe-args "WORDS"]   (extra words for the probe, e.g. net.txwait=halt)
@@ -23,6 +23,14 @@
 #   A stream row moves --mib MiB (default 64) on one connection, whatever --sizes says; its
 #   Message Size column is the MSS the guest used. The socket size, packets/s, loss and VMM CPU
 #   columns are "-" for TCP. A row fails if a byte arrives wrong.
+#
+# --offload on|off: the same transmit/receive offloads for every VM configuration, so a
+# comparison stays like with like: the probe's net.offload=on|off (CSUM + HOST_TSO4: TSO
+# segments of up to 64 KiB, or MSS frames with every checksum its own), minivmm's --net
+# offload=on|off, and for qemu: csum, guest_csum, host_tso4, guest_tso4 (off: also the TSO6,
+# ECN and UFO bits) on its virtio-net device. Unset: each VMM's default. netns: and tapwrite:
+# are not VMs and take no part. The guest's negotiated offloads ("csum,tso4", "csum" or "off")
+# and, for a TCP g2h row, the TSO frames it sent are in --json ("offload", "tso_frames").
 #
 # Configurations (CFG, default minivmm:):
 #   minivmm[:OPTS]  build/minivmm, --net tap=TAP,transport=mmio,mac=..,OPTS  (OPTS: tx=bh,...)
@@ -91,6 +99,7 @@ PROFILE=0
 CONFIGS=()
 PROTO=udp
 MIB=64
+OFFLOAD=""
 
 # shellcheck source=examples/lib/bench-common.sh
 source "$(dirname "$0")/lib/bench-common.sh"
@@ -107,7 +116,7 @@ compare_arg() {
 bench_args --dir=DIR --sizes=SIZES --secs=SECS --probe-args=PROBE_ARGS? --buf=BUF \
 	--config@config_arg --compare@compare_arg --vcpu-pin=VCPU_PIN --io-pin=IO_PIN \
 	--host-pin=HOST_PIN --timeout=TIMEOUT --rounds=ROUNDS --ceiling+CEILING --profile+PROFILE \
-	--json+JSON --keep-logs+KEEP_LOGS --proto=PROTO --mib=MIB -- "$@"
+	--json+JSON --keep-logs+KEEP_LOGS --proto=PROTO --mib=MIB --offload=OFFLOAD -- "$@"
 
 case "$DIR" in g2h | h2g | rr | pps | g2g) ;; *) die "--dir must be g2h, h2g, rr, pps or g2g" ;; esac
 case "$PROTO" in
@@ -120,6 +129,11 @@ tcp)
 *) die "--proto must be udp or tcp" ;;
 esac
 [[ "$MIB" =~ ^[1-9][0-9]{0,3}$ ]] || die "--mib must be 1 to 9999"
+case "$OFFLOAD" in "" | on | off) ;; *) die "--offload must be on or off" ;; esac
+for c in "${CONFIGS[@]}"; do
+	[[ -z "$OFFLOAD" || "$c" != *offload=* && "$c" != *csum=* && "$c" != *tso4=* ]] ||
+		die "--offload sets the offloads: not also in $c"
+done
 bench_positive SECS TIMEOUT
 [[ "$ROUNDS" =~ ^[1-9][0-9]?$ ]] || die "--rounds must be 1 to 99"
 [[ "$BUF" =~ ^[0-9]+$ ]] || die "--buf must be a number of bytes"
@@ -309,6 +323,16 @@ host_tool() {
 # kv KEY LINE: the value of KEY=value in LINE
 kv() { sed -n "s/.*[ :]$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
+# qemu_offloads on|off: QEMU virtio-net properties for the offloads --offload sets on minivmm
+# (off: every segmentation bit too, as QEMU would otherwise keep the ones csum=off leaves).
+qemu_offloads() {
+	if [ "$1" = on ]; then
+		echo "csum=on,guest_csum=on,host_tso4=on,guest_tso4=on"
+	else
+		echo "csum=off,guest_csum=off,host_tso4=off,guest_tso4=off,host_tso6=off,guest_tso6=off,host_ecn=off,guest_ecn=off,host_ufo=off,guest_ufo=off"
+	fi
+}
+
 # guest_start NAME CFG I TEST SIZE [SECS]: start guest I (0 or 1) of configuration CFG running
 # the probe program TEST for SECS seconds (default --secs), in the background; its console goes to $TMP/NAME.out, the pid of the
 # VMM (or stand-in) to $TMP/NAME.pid.
@@ -321,17 +345,20 @@ guest_start() {
 	local cmdline="test=$test net.ip=${GUEST_IP[$i]}/24 net.peer=$peer net.port=$PORT"
 	cmdline+=" net.peer_port=$PORT net.secs=$secs net.size=$size net.sizes=$size"
 	[ "$PROTO" = udp ] || cmdline+=" net.tcp_mib=$MIB"
+	[ -z "$OFFLOAD" ] || cmdline+=" net.offload=$OFFLOAD"
 	[ -z "${PROBE_ARGS:-}" ] || cmdline+=" $PROBE_ARGS"
 	local cmd=() ns=$NS
 	case "$kind" in
 	minivmm | minivmm@*)
 		local net="tap=${TAP[$i]},transport=mmio,mac=${GUEST_MAC[$i]}"
+		[ -z "$OFFLOAD" ] || net+=",offload=$OFFLOAD"
 		[ -z "$opts" ] || net+=",$opts"
 		cmd=("$(vmm_binary "$cfg")" --kernel "$PWD/$PROBE" --net "$net" --cmdline "$cmdline"
 			--console stdio --quiet)
 		;;
 	qemu)
 		local dev="virtio-net-device,netdev=n0,mac=${GUEST_MAC[$i]}"
+		[ -z "$OFFLOAD" ] || dev+=",$(qemu_offloads "$OFFLOAD")"
 		[ -z "$opts" ] || dev+=",$opts"
 		cmd=("$QEMU" -accel kvm -name netbench,debug-threads=on -M microvm,acpi=off -global virtio-mmio.force-legacy=false
 			-m 256M -nographic -no-reboot -kernel "$PWD/$PROBE" -append "$cmdline"
@@ -602,6 +629,11 @@ mss_of() {
 	echo "$m"
 }
 
+# offload_of NAME: R_OFFL, the offloads the probe negotiated (its "probe: net" line), if any.
+offload_of() {
+	R_OFFL=$(tr -d '\r' <"$TMP/$1.out" 2>/dev/null | sed -n 's/^probe: net .* offload=\([^ ]*\).*/\1/p' | tail -n 1)
+}
+
 # run_tcp TAG CFG SIZE: one --proto tcp measurement (see run_one).
 run_tcp() {
 	local tag=$1 cfg=$2 size=$3 hpid gpid hl line
@@ -627,6 +659,7 @@ run_tcp() {
 			return
 		fi
 		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl") R_MSZ=$(mss_of "$tag-g" "$line")
+		R_TSO=$(kv tso_frames "$line")
 		;;
 	h2g)
 		guest_start "$tag-g" "$cfg" 0 tcp_sink "$size"
@@ -670,7 +703,7 @@ run_one() {
 	local cfg=$1 size=$2 kind=${1%%:*} i
 	CUR_CFG=$cfg CUR_SIZE=$size
 	R_SOCK="" R_ELAPSED="" R_MBPS="" R_PPS="" R_SENT="" R_RECV="" R_CPU=""
-	R_TPS="" R_P50="" R_P90="" R_P99="" R_MSZ="" R_PROF="" R_AFF=""
+	R_TPS="" R_P50="" R_P90="" R_P99="" R_MSZ="" R_PROF="" R_AFF="" R_TSO="" R_OFFL=""
 	local link=tap # a veth for netns:, a tap for all others (the VMMs, tapwrite:, tapread:)
 	[ "$kind" != netns ] || link=netns
 	if [ "$CUR_LINK_KIND" != "$link" ]; then
@@ -681,6 +714,7 @@ run_one() {
 	if [ "$PROTO" = tcp ]; then
 		run_tcp "$tag" "$cfg" "$size"
 		pinned_affinity "$tag"
+		offload_of "$tag-g"
 		return 0
 	fi
 	case "$DIR" in
@@ -806,7 +840,7 @@ pinned_affinity() {
 # Measure: per size and round, every configuration in turn (A, B, A, B ...)
 declare -A RES ROUND SPEEDUP SPEEDS
 NCFG=${#CONFIGS[@]}
-KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ PROF AFF)
+KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ PROF AFF TSO OFFL)
 # Which configuration goes first alternates (A, B, then B, A, over sizes and rounds alike), so
 # that drift, warm-up and whatever the previous run left behind (host caches, the CPU's
 # frequency, a neighbour's load) fall on both equally.
@@ -876,6 +910,7 @@ table() {
 	rr) echo "UDP REQUEST/RESPONSE TEST from ${GUEST_IP[0]} (guest) to $HOST_IP (host echo) : $SECS s per size" ;;
 	g2g) echo "UDP UNIDIRECTIONAL SEND TEST from ${GUEST_IP[0]} (guest A) to ${GUEST_IP[1]} (guest B) over a bridge : $SECS s per size" ;;
 	esac
+	[ -z "$OFFLOAD" ] || echo "offloads $OFFLOAD in every VM (probe net.offload=$OFFLOAD, minivmm offload=$OFFLOAD, qemu $(qemu_offloads "$OFFLOAD"))"
 	[ "$ROUNDS" = 1 ] || echo "each row: the median of $ROUNDS rounds; speedup: the median of the per-round speedups (lowest to highest)"
 	CW=10
 	for ((c = 0; c < NCFG; c++)); do [ ${#CONFIGS[$c]} -lt $CW ] || CW=$((${#CONFIGS[$c]} + 1)); done
@@ -915,7 +950,7 @@ table() {
 json_num() { if [ -n "$1" ]; then echo "$1"; else echo null; fi; }
 
 if [ "$JSON" = 1 ]; then
-	printf '{"dir":"%s","proto":"%s","secs":%s,"rounds":%s,"host_ip":"%s","configs":[' "$DIR" "$PROTO" "$SECS" "$ROUNDS" "$HOST_IP"
+	printf '{"dir":"%s","proto":"%s","secs":%s,"rounds":%s,"host_ip":"%s","offload":"%s","configs":[' "$DIR" "$PROTO" "$SECS" "$ROUNDS" "$HOST_IP" "${OFFLOAD:-default}"
 	for ((c = 0; c < NCFG; c++)); do
 		[ $c = 0 ] || printf ','
 		printf '"%s"' "${CONFIGS[$c]}"
@@ -942,6 +977,8 @@ if [ "$JSON" = 1 ]; then
 				printf ',"recv_msgs":%s' "$(json_num "${RES[$c,$size,RECV]}")"
 			fi
 			printf ',"vmm_cpu_us_per_pkt":%s' "$(json_num "${RES[$c,$size,CPU]}")"
+			if [ -n "${RES[$c,$size,OFFL]}" ]; then printf ',"offload":"%s"' "${RES[$c,$size,OFFL]}"; fi
+			if [ -n "${RES[$c,$size,TSO]}" ]; then printf ',"tso_frames":%s' "${RES[$c,$size,TSO]}"; fi
 			if [ -n "${RES[$c,$size,AFF]}" ]; then printf ',"affinity":"%s"' "${RES[$c,$size,AFF]}"; fi
 			if [ "$NCFG" -ge 2 ] && [ $c = 1 ]; then
 				printf ',"speedup_pct":%s' "$(json_num "$(speedup "$size")")"

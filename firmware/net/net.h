@@ -106,6 +106,9 @@ void ipv4_deliver(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t
  * every fragment is in. */
 void ipv4_reasm_input(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t *data,
 		      unsigned len);
+/* The header of a datagram of len bytes after it (id in network order, frag in host order). */
+void ipv4_hdr_fill(struct ip_hdr *ip, uint32_t dst, uint8_t proto, unsigned len, uint16_t id,
+		   uint16_t frag);
 /* hdr (hlen bytes, the L4 header) then data; fragmented above the MTU; waits for TX room. */
 const char *ipv4_send(const uint8_t mac[6], uint32_t dst, uint8_t proto, const void *hdr,
 		      unsigned hlen, const void *data, unsigned dlen);
@@ -124,7 +127,7 @@ const char *udp_send(const uint8_t mac[6], uint32_t dst, uint16_t dport, const v
 
 /* net_tcp.c: the TCP stack (tcp.h) on this interface; programs call net_tcp_poll() often. */
 extern struct tcp_stack net_tcp;
-extern uint64_t net_tcp_reentry_drops, net_tcp_no_mac_drops;
+extern uint64_t net_tcp_reentry_drops, net_tcp_no_mac_drops, net_tcp_tso_frames;
 void net_tcp_open(void);
 /* ARP for dst, then a SYN; *id: the connection. */
 const char *net_tcp_connect(uint32_t dst, uint16_t port, int *id);

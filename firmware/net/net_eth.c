@@ -59,10 +59,15 @@ const char *net_open(void)
 	net_fmt_mac(mac, netif.nic.mac);
 	bool up = wait_link();
 	struct virtio_dev *d = netif.nic.dev;
+	/* offload=: what transmit offloads were negotiated (net.offload, and what was offered) */
+	const char *offload = netif.nic.tso4 ? "csum,tso4" : netif.nic.csum ? "csum" : "off";
+	const char *rx_offload = netif.nic.rx_tso4   ? "csum,tso4"
+				 : netif.nic.rx_csum ? "csum"
+						     : "off";
 	kprintf("probe: net transport=%s mac=%s ip=%s peer=%s port=%u peer_port=%u link=%s "
-		"features=0x%lx offered=0x%lx rxq=%u txq=%u tsc_khz=%u\n",
+		"features=0x%lx offered=0x%lx offload=%s rx_offload=%s rxq=%u txq=%u tsc_khz=%u\n",
 		virtio_transport_name(d), mac, ip, peer, netif.port, netif.peer_port,
-		up ? "up" : "down", d->features, d->offered, netif.nic.rx->size, netif.nic.tx->size,
-		tsc_khz());
+		up ? "up" : "down", d->features, d->offered, offload, rx_offload,
+		netif.nic.rx->size, netif.nic.tx->size, tsc_khz());
 	return up ? 0 : "virtio-net link is down";
 }

@@ -51,6 +51,22 @@ static void gather(uint8_t *out, const uint8_t *hdr, unsigned hlen, const uint8_
 		net_copy(out, data + (off - hlen), n);
 }
 
+void ipv4_hdr_fill(struct ip_hdr *ip, uint32_t dst, uint8_t proto, unsigned len, uint16_t id,
+		   uint16_t frag)
+{
+	ip->vhl = 0x45;
+	ip->tos = 0;
+	ip->len = htons((uint16_t)(IP_HLEN + len));
+	ip->id = id;
+	ip->frag = htons(frag);
+	ip->ttl = IP_TTL;
+	ip->proto = proto;
+	ip->csum = 0;
+	ip->src = netif.ip;
+	ip->dst = dst;
+	ip->csum = csum_fold(csum_partial(ip, IP_HLEN, 0));
+}
+
 const char *ipv4_send(const uint8_t mac[6], uint32_t dst, uint8_t proto, const void *hdr,
 		      unsigned hlen, const void *data, unsigned dlen)
 {
@@ -67,17 +83,8 @@ const char *ipv4_send(const uint8_t mac[6], uint32_t dst, uint8_t proto, const v
 		unsigned n = total - off < FRAG_PAYLOAD ? total - off : FRAG_PAYLOAD;
 		uint8_t *frame = vnet_tx_buf(&netif.nic);
 		struct ip_hdr *ip = (struct ip_hdr *)eth_fill(frame, mac, ETH_P_IP);
-		ip->vhl = 0x45;
-		ip->tos = 0;
-		ip->len = htons((uint16_t)(IP_HLEN + n));
-		ip->id = id;
-		ip->frag = htons((uint16_t)(off / 8 | (off + n < total ? IP_MF : 0)));
-		ip->ttl = IP_TTL;
-		ip->proto = proto;
-		ip->csum = 0;
-		ip->src = netif.ip;
-		ip->dst = dst;
-		ip->csum = csum_fold(csum_partial(ip, IP_HLEN, 0));
+		ipv4_hdr_fill(ip, dst, proto, n, id,
+			      (uint16_t)(off / 8 | (off + n < total ? IP_MF : 0)));
 		gather((uint8_t *)(ip + 1), hdr, hlen, data, off, n);
 		unsigned len = ETH_HLEN + IP_HLEN + n;
 		if (len < 60) { /* the Ethernet minimum: pad (not counted in ip->len) */

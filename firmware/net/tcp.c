@@ -195,8 +195,12 @@ static void emit(struct tcp_stack *s, struct tcp_conn *c, uint32_t seq, uint8_t 
 	unsigned total = hl + len;
 	unsigned oflags = 0;
 	if (s->tx_csum_offload) {
+		/* the pseudo-header over the whole segment, as Linux's TSO expects it too: the
+		 * device's segmentation puts each piece's own length in */
 		put16(h + 16, fold(pseudo_sum(c->lip, c->rip, total)));
 		oflags |= TCP_TX_NEEDS_CSUM;
+		if (len > c->mss)
+			oflags |= TCP_TX_GSO | (unsigned)c->mss << 16;
 	} else {
 		put16(h + 16, tcp_checksum(c->lip, c->rip, h, total));
 	}
@@ -255,6 +259,8 @@ static void output(struct tcp_stack *s, struct tcp_conn *c)
 {
 	if (c->state < TCP_ESTABLISHED || c->state == TCP_FIN_WAIT_2 || c->state == TCP_TIME_WAIT)
 		return;
+	/* TSO: as much as fits one datagram, cut into MSS-sized segments by the device */
+	uint32_t seg_max = s->tx_tso && s->tx_csum_offload ? TCP_TSO_MAX / c->mss * c->mss : c->mss;
 	for (;;) {
 		uint32_t off = c->snd_nxt - c->snd_una;
 		if (off > c->slen)
@@ -262,7 +268,9 @@ static void output(struct tcp_stack *s, struct tcp_conn *c)
 		uint32_t avail = c->slen - off;
 		uint32_t wnd = min32(c->snd_wnd, c->cwnd);
 		uint32_t usable = wnd > off ? wnd - off : 0;
-		uint32_t n = min32(min32(avail, usable), c->mss);
+		uint32_t n = min32(min32(avail, usable), seg_max);
+		if (n > c->mss && n < avail)
+			n -= n % c->mss; /* TSO: whole segments, a short one only at the end */
 		bool fin = c->fin_queued && n == avail;
 		if (!n && !fin)
 			break;
@@ -419,7 +427,11 @@ static bool process_ack(struct tcp_stack *s, struct tcp_conn *c, const struct se
 	uint32_t acked = g->ack - c->snd_una;
 	bool dup = !acked && !g->dlen && !(g->flags & (TCP_SYN | TCP_FIN)) && wnd &&
 		   wnd == c->snd_wnd && c->snd_max != c->snd_una;
-	if (SEQ_LT(c->snd_wl1, g->seq) || (c->snd_wl1 == g->seq && SEQ_LEQ(c->snd_wl2, g->ack))) {
+	/* An ACK that moves snd_una carries the receiver's current window even when its seq is
+	 * old (the peer went back to resend): the old window, kept, would be applied from the
+	 * new snd_una and reach past the edge the peer advertised. */
+	if (acked || SEQ_LT(c->snd_wl1, g->seq) ||
+	    (c->snd_wl1 == g->seq && SEQ_LEQ(c->snd_wl2, g->ack))) {
 		c->snd_wnd = wnd;
 		c->snd_wl1 = g->seq;
 		c->snd_wl2 = g->ack;

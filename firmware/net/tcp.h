@@ -13,6 +13,9 @@
  * Out-of-order segments are kept (up to TCP_OOO_MAX separate ranges, inside the window; past
  * that they are dropped) and answered with an immediate duplicate ACK, which drives the
  * sender's fast retransmit; the ACK for data that fills a gap goes at once too.
+ * Offloads: with tx_csum_offload every segment leaves with only the pseudo-header sum in its
+ * checksum (TCP_TX_NEEDS_CSUM); with tx_tso as well, segments of up to TCP_TSO_MAX bytes of
+ * data, whole MSS-sized pieces but at the end, for the device to cut (TCP_TX_GSO).
  * What it does not: no SACK, timestamps or urgent data; data carried on a SYN is not accepted
  * (the peer sends it again).
  *
@@ -56,6 +59,12 @@
 
 /* tcp_output_fn flags: the checksum field holds only the pseudo-header sum (offload). */
 #define TCP_TX_NEEDS_CSUM 0x1
+/* ... and the data is longer than one MSS (TSO): the device cuts it into segments of
+ * TCP_TX_GSO_SIZE(flags) bytes (the connection's MSS, in the flags' upper 16 bits). */
+#define TCP_TX_GSO	   0x2
+#define TCP_TX_GSO_SIZE(f) ((unsigned)(f) >> 16)
+/* The most data in one TSO segment: an IPv4 datagram of at most 65535 bytes. */
+#define TCP_TSO_MAX (65535 - 20 - TCP_HLEN)
 /* tcp_input flags: the checksum was verified already (offload). */
 #define TCP_RX_CSUM_OK 0x1
 
@@ -140,12 +149,13 @@ struct tcp_stack {
 	tcp_now_fn now;
 	void *ctx;
 	bool tx_csum_offload; /* leave the data checksum to the device (TCP_TX_NEEDS_CSUM) */
+	bool tx_tso;	      /* with tx_csum_offload: segments of up to TCP_TSO_MAX (TCP_TX_GSO) */
 	uint32_t next_isn;    /* the next connection's initial sequence number */
 	uint16_t next_port;   /* the next ephemeral port */
 	uint16_t listen[TCP_MAX_LISTEN]; /* listening ports, 0: unused */
 	uint64_t rx_bad, rx_no_conn, resets_sent;
 	struct tcp_conn conns[TCP_MAX_CONNS];
-	uint8_t txbuf[60 + TCP_MSS_DEFAULT];
+	uint8_t txbuf[60 + TCP_TSO_MAX];
 };
 
 void tcp_init(struct tcp_stack *s, uint32_t ip, tcp_output_fn output, tcp_now_fn now, void *ctx,

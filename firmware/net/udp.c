@@ -1,4 +1,5 @@
-/* UDP (RFC 768): checksums always computed on send and checked on receive when present. */
+/* UDP (RFC 768): checksums always computed on send and checked on receive when present (and
+ * the device, with GUEST_CSUM, did not vouch for it). */
 #include "net.h"
 
 /* The pseudo-header sum (RFC 768): addresses, protocol and UDP length. */
@@ -16,8 +17,9 @@ void udp_input(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t *p
 {
 	const struct udp_hdr *u = (const struct udp_hdr *)pkt;
 	unsigned ulen = len >= UDP_HLEN ? ntohs(u->len) : 0;
+	/* GUEST_CSUM: the device vouched for the checksum (a partial one is no sum at all) */
 	if (ulen < UDP_HLEN || ulen > len ||
-	    (u->csum &&
+	    (u->csum && !netif.nic.rx_csum_ok &&
 	     csum_fold(csum_partial(pkt, ulen, pseudo_sum(ip->src, ip->dst, ulen, 0))))) {
 		netif.rx_bad++;
 		return;

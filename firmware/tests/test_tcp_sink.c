@@ -68,9 +68,9 @@ const char *net_tcp_sink(void)
 	net_fmt_ratio(secs, us, 1000000);
 	net_fmt_ratio(mbps, bytes * 8, us);
 	kprintf("probe: tcp_sink bytes=%lu secs=%s mbps=%s bad=%lu first_bad=%lu dup_acks_sent=%lu "
-		"ooo_dropped=%lu rx_bad=%lu state=%u err=%u reentry_drops=%lu\n",
+		"ooo_dropped=%lu rx_bad=%lu state=%u err=%u reentry_drops=%lu rx_large=%lu\n",
 		bytes, secs, mbps, bad, bad ? first_bad : 0, c->dup_acks_sent, c->ooo_dropped,
-		net_tcp.rx_bad, c->state, c->err, net_tcp_reentry_drops);
+		net_tcp.rx_bad, c->state, c->err, net_tcp_reentry_drops, netif.nic.rx_large);
 	if (reset)
 		return "tcp_sink: the connection was reset";
 	if (bad)

@@ -12,7 +12,7 @@
 #define CONNECT_MS 5000
 #define STALL_MS   10000
 #define CLOSE_MS   2000
-#define CHUNK	   16384
+#define CHUNK	   65536 /* up to the whole ring: TSO segments as large as the window allows */
 
 static uint8_t chunk[CHUNK];
 
@@ -98,9 +98,9 @@ const char *net_tcp_stream(void)
 	net_fmt_ratio(secs, us, 1000000);
 	net_fmt_ratio(mbps, total * 8, us);
 	kprintf("probe: tcp_stream bytes=%lu secs=%s mbps=%s retransmits=%lu fast_retransmits=%lu "
-		"srtt_us=%u rto_us=%u state=%u err=%u reentry_drops=%lu\n",
+		"srtt_us=%u rto_us=%u state=%u err=%u reentry_drops=%lu tso_frames=%lu\n",
 		total, secs, mbps, c->retransmits, c->fast_retransmits, c->srtt, c->rto, c->state,
-		c->err, net_tcp_reentry_drops);
+		c->err, net_tcp_reentry_drops, net_tcp_tso_frames);
 	if (!acked || c->err)
 		return "tcp_stream: not all data acknowledged";
 	if (!closed)

@@ -2,7 +2,8 @@
 # examples/netbench.sh --proto tcp end to end, briefly: g2h, h2g and rr through the script's
 # namespace with the netns: stand-in (tcpperf on both ends: no /dev/kvm needed), and with
 # minivmm and the probe where /dev/kvm works; every row must have moved data with every byte
-# checked, the JSON must say tcp, the UDP-only directions are refused, and nothing the script
+# checked, the JSON must say tcp, the UDP-only directions are refused, --offload on|off reaches
+# the probe (where /dev/kvm works: TSO frames with on, none with off), and nothing the script
 # made may outlive it.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/netns.sh"
@@ -42,6 +43,36 @@ for cfg in "${configs[@]}"; do
 			[ "${m:-0}" -ge 536 ] && [ "$m" -le 1460 ] || fail "$cfg $dir: MSS '$m' in: $out"
 		fi
 	done
+done
+
+# --offload on|off: the same offloads for every VM. The netns: stand-in is no VM: only the run's
+# own "offload" says it. Under minivmm (a tap: CSUM and TSO4 offered) the probe negotiates
+# both and sends TSO frames with on, neither with off; every byte is checked either way.
+out=$(timeout 120 "$BENCH" --proto tcp --dir g2h --config netns: --mib 4 --offload off --json \
+	2>"$TEST_TMP/off.err") || { cat "$TEST_TMP/off.err"; fail "netns: --offload off failed: $out"; }
+grep -q '"offload":"off","configs"' <<<"$out" || fail "no offload in the JSON: $out"
+if kvm_usable; then
+	for o in on off; do
+		out=$(timeout 120 "$BENCH" --proto tcp --dir g2h --config minivmm: --mib 16 --offload $o \
+			--json 2>"$TEST_TMP/$o.err") || { cat "$TEST_TMP/$o.err"; fail "--offload $o failed: $out"; }
+		positive "$out" minivmm: mbps
+		tso=$(value "$out" minivmm: tso_frames)
+		if [ $o = on ]; then
+			grep -q '{"config":"minivmm:",[^}]*"offload":"csum,tso4"' <<<"$out" ||
+				fail "--offload on: the probe did not take CSUM and TSO4: $out"
+			positive "$out" minivmm: tso_frames
+		else
+			grep -q '{"config":"minivmm:",[^}]*"offload":"off"' <<<"$out" && [ "$tso" = 0 ] ||
+				fail "--offload off: offloads taken or $tso TSO frames: $out"
+		fi
+	done
+fi
+for args in "--offload maybe" "--offload on --config minivmm:offload=off"; do
+	rc=0
+	# shellcheck disable=SC2086 # the words are separate arguments
+	"$BENCH" --proto tcp $args --secs 1 >/dev/null 2>"$TEST_TMP/refused.err" || rc=$?
+	[ $rc != 0 ] && grep -q 'offload' "$TEST_TMP/refused.err" ||
+		fail "$args: status $rc, $(cat "$TEST_TMP/refused.err")"
 done
 
 # The table, once: TCP's title and the stream columns.

@@ -6,7 +6,9 @@
 # - test=tcp_sink listens in the guest, reached through a hostfwd rule: `tcpperf send` sends it
 #   16 MiB of the pattern, and the guest checks every byte;
 # - test=tcp_rr connects to `tcpperf rr-server` on the host (10.0.2.2) and does
-#   request/response; both ends count the same transactions.
+#   request/response; both ends count the same transactions;
+# - the user-mode backend offers no offloads, so the probe sends MSS frames (offload=off,
+#   tso_frames=0) even with net.offload on, and a net.offload that is not on/off fails it.
 source "$(dirname "$0")/lib.sh"
 need_kvm
 command -v python3 >/dev/null || skip "python3 is not installed"
@@ -35,6 +37,10 @@ for transport in pci mmio; do
 		--cmdline "test=tcp_stream net.ip=10.0.2.15/24 net.peer=10.0.2.2 net.peer_port=$port net.tcp_mib=$MIB"
 	expect_probe_pass "$name"
 	expect_line "$name" out "^probe: tcp_stream bytes=$((MIB << 20)) "
+	# the user-mode backend takes no offloaded frame: nothing offered, MSS frames (net.offload
+	# is on by default), as README says; the tap case is the nested probe_tcp scenario's
+	expect_line "$name" out '^probe: net .* offload=off '
+	expect_line "$name" out '^probe: tcp_stream .* tso_frames=0[^0-9]*$'
 	wait "$sink_pid" || { cat "$sink" >&2; fail "$name: the listener's check failed"; }
 	grep -q "^tcp_sink bytes=$((MIB << 20)) bad=0$" "$sink" || { cat "$sink" >&2; fail "$name: $(tail -n1 "$sink")"; }
 
@@ -69,4 +75,9 @@ for transport in pci mmio; do
 	grep -q "^tcpperf: mode=rr-server size=$RR_SIZE trans=$trans ok=1$" "$TEST_TMP/$name.srv" ||
 		fail "$name: the guest counted $trans transactions, the server: $(cat "$TEST_TMP/$name.srv")"
 done
+
+# net.offload takes on or off only: anything else fails the probe, saying so.
+run_vmm offload-bad 60 --kernel "$FW/probe.elf" --memory 64M --net user \
+	--cmdline "test=tcp_stream net.ip=10.0.2.15/24 net.peer=10.0.2.2 net.peer_port=9 net.offload=yes"
+expect_line offload-bad out '^probe: FAIL .*net.offload: on or off'
 exit 0

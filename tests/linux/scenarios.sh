@@ -467,14 +467,15 @@ sc_startup() {
 	grep 'startup-us' $W/floor.err
 }
 
-# probe_run NAME TEST WORDS...: the probe under minivmm on the tap mvt0 (pci), in the
-# background; console in $W/NAME.out, exit status in $W/NAME.rc once it ends (PROBE_JOB).
+# probe_run NAME TEST WORDS...: the probe under minivmm on the tap mvt0 (pci; PROBE_NET, if set,
+# is the whole --net), in the background; console in $W/NAME.out, exit status in $W/NAME.rc
+# once it ends (PROBE_JOB).
 probe_run() {
 	local name=$1 test=$2
 	shift 2
 	(
 		rc=0
-		timeout -s KILL 120 minivmm --kernel /probe/probe.elf --memory 256M --net tap=mvt0 \
+		timeout -s KILL 120 minivmm --kernel /probe/probe.elf --memory 256M --net "${PROBE_NET:-tap=mvt0}" \
 			--cmdline "test=$test net.ip=10.0.2.15/24 net.peer=10.0.2.1 $*" </dev/null \
 			>"$W/$name.out" 2>"$W/$name.err" || rc=$?
 		echo $rc >"$W/$name.rc"
@@ -495,18 +496,37 @@ tcpperf_start() {
 }
 
 # The probe's own TCP against L1's Linux on a tap, every byte checked by the receiver:
-# tcp_stream into tcpperf recv, tcpperf send into tcp_sink, tcp_rr against tcpperf rr-server;
+# tcp_stream into tcpperf recv (offloads on, off, and not offered), tcpperf send into
+# tcp_sink (receive offloads off, and on: large frames), tcp_rr against tcpperf rr-server;
 # one wrong byte into tcp_sink, and one in tcp_rr's echo, make the guest fail.
 sc_probe_tcp() {
 	taps mvt0 || return 1
-	tcpperf_start recv recv --mib 16 || return 1
-	probe_run stream tcp_stream net.peer_port=9001 net.tcp_mib=16
-	wait $PROBE_JOB
-	wait $TOOL_JOB || fail "stream: tcpperf recv: $(cat $W/recv.out)"
-	expect_status stream 0 && expect_out stream '^probe: PASS' || return 1
-	grep -q '^tcpperf: mode=recv mss=[0-9]* bytes=16777216 .* bad=0 first_bad=0 ok=1$' $W/recv.out ||
-		{ fail "stream: $(cat $W/recv.out)"; return 1; }
-	grep '^tcpperf' $W/recv.out
+	# tcp_stream with the transmit offloads on (the tap offers CSUM and HOST_TSO4: TSO frames
+	# of up to 64 KiB that L1's tap cuts) and off (MSS frames, every checksum the probe's);
+	# then the device offering none (minivmm offload=off): tcpperf checks every byte each time.
+	local o tso
+	for o in on off devoff; do
+		tcpperf_start recv-$o recv --mib 16 || return 1
+		if [ $o = devoff ]; then
+			PROBE_NET=tap=mvt0,offload=off probe_run stream-$o tcp_stream net.peer_port=9001 net.tcp_mib=16
+		else
+			probe_run stream-$o tcp_stream net.peer_port=9001 net.tcp_mib=16 net.offload=$o
+		fi
+		wait $PROBE_JOB
+		wait $TOOL_JOB || fail "stream-$o: tcpperf recv: $(cat $W/recv-$o.out)"
+		expect_status stream-$o 0 && expect_out stream-$o '^probe: PASS' || return 1
+		grep -q '^tcpperf: mode=recv mss=[0-9]* bytes=16777216 .* bad=0 first_bad=0 ok=1$' $W/recv-$o.out ||
+			{ fail "stream-$o: $(cat $W/recv-$o.out)"; return 1; }
+		tso=$(sed -n 's/^probe: tcp_stream .* tso_frames=\([0-9]*\).*/\1/p' $W/stream-$o.out)
+		if [ $o = on ]; then
+			expect_out stream-$o '^probe: net .* offload=csum,tso4 ' || return 1
+			[ "${tso:-0}" -gt 0 ] || { fail "stream-on: no TSO frame sent"; return 1; }
+		else
+			expect_out stream-$o '^probe: net .* offload=off ' || return 1
+			[ "$tso" = 0 ] || { fail "stream-$o: $tso TSO frames with offloads off"; return 1; }
+		fi
+		echo "offload $o: $(grep '^tcpperf' $W/recv-$o.out) tso_frames=$tso"
+	done
 
 	probe_run sink tcp_sink net.port=9000 net.tcp_mib=16
 	wait_out sink '^probe: tcp_sink listening' 60 || return 1
@@ -515,7 +535,20 @@ sc_probe_tcp() {
 	wait $PROBE_JOB
 	expect_status sink 0 && expect_out sink '^probe: PASS' || return 1
 	expect_out sink '^probe: tcp_sink bytes=16777216 .* bad=0 ' || return 1
+	expect_out sink '^probe: net .* rx_offload=off ' || return 1
 	grep '^probe: tcp_sink bytes' $W/sink.out
+	# With the receive offloads (net.rx_offload=on: GUEST_CSUM + GUEST_TSO4 over mergeable
+	# buffers) L1's tap hands over frames of up to 64 KiB: the probe gathers them, and still
+	# finds every byte right.
+	probe_run sinkrx tcp_sink net.port=9000 net.tcp_mib=16 net.rx_offload=on
+	wait_out sinkrx '^probe: tcp_sink listening' 60 || return 1
+	/probe/tcpperf send --dest 10.0.2.15 --port 9000 --mib 16 >$W/sendrx.out 2>&1 ||
+		fail "sinkrx: tcpperf send: $(cat $W/sendrx.out)"
+	wait $PROBE_JOB
+	expect_status sinkrx 0 && expect_out sinkrx '^probe: PASS' || return 1
+	expect_out sinkrx '^probe: net .* rx_offload=csum,tso4 ' || return 1
+	expect_out sinkrx '^probe: tcp_sink bytes=16777216 .* bad=0 .* rx_large=[1-9]' || return 1
+	grep '^probe: tcp_sink bytes' $W/sinkrx.out
 	# One byte wrong: the guest finds it, and fails.
 	probe_run bad tcp_sink net.port=9000
 	wait_out bad '^probe: tcp_sink listening' 60 || return 1

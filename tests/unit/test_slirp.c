@@ -616,3 +616,13 @@ Test(slirp_dns, set_up_sends_nothing_off_the_host)
 {
 	in_child(off_host_child, "needs root for network namespaces and a veth link");
 }
+
+/* slirp takes whole, checksummed frames only: it says so, and a virtio-net device on it then
+ * offers no CSUM or HOST_TSO4 (virtio_net/offloads_offered_only_where_the_backend_takes_them). */
+Test(slirp, takes_no_offloaded_frames)
+{
+	struct net_offloads o;
+	memset(&o, 0xff, sizeof(o));
+	be->ops->offloads_supported(be, &o);
+	cr_assert_not(o.csum || o.tso4 || o.tso6 || o.ecn || o.uso);
+}

@@ -1125,3 +1125,214 @@ Test(tcp, reset_for_an_ack_to_no_connection)
 	cr_assert_eq(A.rx_bad, 0);
 	cr_assert_eq(A.resets_sent, 1, "no reset from a broadcast address");
 }
+
+/* A lossy link with a seeded PRNG (xorshift64*): each segment, either way, is dropped,
+ * duplicated or held back behind the next one with the given odds (per 10,000). */
+static uint64_t lossy_rng;
+static unsigned lossy_drop, lossy_dup, lossy_hold, lossy_dropped;
+static enum action lossy(const struct pkt *p, const struct seginfo *si)
+{
+	(void)p;
+	(void)si;
+	lossy_rng ^= lossy_rng >> 12;
+	lossy_rng ^= lossy_rng << 25;
+	lossy_rng ^= lossy_rng >> 27;
+	unsigned r = (unsigned)((lossy_rng * 2685821657736338717ull) >> 32) % 10000;
+	if (r < lossy_drop) {
+		lossy_dropped++;
+		return DROP;
+	}
+	if (r < lossy_drop + lossy_dup)
+		return DUPLICATE;
+	if (r < lossy_drop + lossy_dup + lossy_hold && !have_held)
+		return HOLD;
+	return DELIVER;
+}
+
+/* MiB each way through the lossy link, every byte checked, then FIN both ways through it. */
+static void lossy_run(uint64_t seed, unsigned drop, uint64_t bytes)
+{
+	int b;
+	int a = pair(0x9e3779b9u * (uint32_t)seed, 0x7f4a7c15u * (uint32_t)seed, &b);
+	filter = lossy;
+	lossy_rng = seed;
+	lossy_drop = drop;
+	lossy_dup = 50;
+	lossy_hold = 200;
+	lossy_dropped = 0;
+	transfer(a, b, bytes, bytes, 3600000000ull);
+	cr_assert(lossy_dropped > 0);
+	/* losses were repaired both ways, and not only by the RTO */
+	cr_assert(A.conns[a].fast_retransmits > 0 && B.conns[b].fast_retransmits > 0,
+		  "fast retransmits A %llu B %llu", (unsigned long long)A.conns[a].fast_retransmits,
+		  (unsigned long long)B.conns[b].fast_retransmits);
+	tcp_close(&A, a);
+	tcp_close(&B, b);
+	uint8_t x[16];
+	for (int i = 0;
+	     i < 600 && (tcp_state(&A, a) != TCP_CLOSED || tcp_state(&B, b) != TCP_CLOSED); i++)
+		run_for(100000);
+	cr_assert_eq(tcp_state(&A, a), TCP_CLOSED);
+	cr_assert_eq(tcp_state(&B, b), TCP_CLOSED);
+	cr_assert_eq(A.conns[a].err, TCP_OK, "A closed with error %d", A.conns[a].err);
+	cr_assert_eq(B.conns[b].err, TCP_OK, "B closed with error %d", B.conns[b].err);
+	cr_assert_eq(tcp_recv(&A, a, x, sizeof(x)), -1);
+	cr_assert_eq(tcp_recv(&B, b, x, sizeof(x)), -1);
+	cr_assert_eq(window_violations, 0);
+}
+
+Test(tcp, lossy_link_one_percent_every_byte_and_fin, .timeout = 120)
+{
+	lossy_run(0x1234567, 100, 4u << 20);
+}
+
+Test(tcp, lossy_link_five_percent_every_byte_and_fin, .timeout = 120)
+{
+	lossy_run(0xdeadbeef, 500, 2u << 20);
+}
+
+Test(tcp, fast_retransmit_on_the_third_dup_ack_not_before)
+{
+	int id = crafted_passive(0x7000, peer_opts, sizeof(peer_opts));
+	uint32_t una = 0x7001;
+	inject(PEER_ISN + 1, una, TCP_ACK, 65535, 0, 0, 0, 0);
+	static uint8_t data[4 * 1460];
+	cr_assert_eq(tcp_send(&A, id, data, sizeof(data)), (int)sizeof(data));
+	cr_assert(A.conns[id].snd_nxt - una >= 4 * 1460u, "four segments in flight");
+	for (int k = 1; k <= 3; k++) {
+		unsigned n0 = nlog;
+		inject(PEER_ISN + 1, una, TCP_ACK, 65535, 0, 0, 0, 0);
+		if (k < 3) {
+			cr_assert_eq(nlog, n0, "a resend after %d duplicate ACK(s)", k);
+			continue;
+		}
+		cr_assert_eq(nlog, n0 + 1, "the third duplicate ACK resends at once");
+		cr_assert_eq(last_sent()->seq, una);
+		cr_assert_eq(last_sent()->dlen, 1460);
+	}
+	cr_assert_eq(A.conns[id].fast_retransmits, 1);
+}
+
+/* --- TSO: segments of up to 64 KiB, cut by the device --- */
+
+/* The pseudo-header sum over len bytes of TCP from src to dst, folded: the partial checksum a
+ * TSO or checksum-offload segment carries (the tests' own, not tcp.c's). */
+static uint16_t pseudo_folded(uint32_t src, uint32_t dst, unsigned len)
+{
+	uint8_t a[4], b[4];
+	memcpy(a, &src, 4);
+	memcpy(b, &dst, 4);
+	uint32_t sum = rd16(a) + rd16(a + 2) + rd16(b) + rd16(b + 2) + IP_PROTO_TCP + len;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+static unsigned tso_frames, tso_max_data;
+
+/* A device with CSUM and HOST_TSO4, as Linux's tcp_gso_segment does it: a GSO segment is cut
+ * into gso_size pieces (sequence numbers advanced, FIN and PSH on the last only), each piece
+ * and any plain segment gets its full checksum; then onto the link like any other. */
+static void out_tso(void *ctx, uint32_t src, uint32_t dst, const void *seg, unsigned len,
+		    unsigned flags)
+{
+	const uint8_t *s = seg;
+	cr_assert(flags & TCP_TX_NEEDS_CSUM, "offload on: every segment's checksum is partial");
+	cr_assert(len >= TCP_HLEN && len <= TCP_HLEN + TCP_TSO_MAX, "segment of %u bytes", len);
+	unsigned hl = (s[12] >> 4) * 4u, dlen = len - hl;
+	cr_assert_eq(rd16(s + 16), pseudo_folded(src, dst, len), "partial checksum");
+	static uint8_t piece[SEG_MAX];
+	if (!(flags & TCP_TX_GSO)) {
+		cr_assert_eq(TCP_TX_GSO_SIZE(flags), 0);
+		cr_assert(dlen <= 1460, "%u bytes without GSO", dlen);
+		memcpy(piece, s, len);
+		wr16(piece + 16, 0);
+		wr16(piece + 16, tcp_checksum(src, dst, piece, len));
+		out(ctx, src, dst, piece, len, 0);
+		return;
+	}
+	unsigned gso = TCP_TX_GSO_SIZE(flags);
+	cr_assert_eq(gso, 1460, "gso_size %u: the connection's MSS", gso);
+	cr_assert(dlen > gso, "a GSO segment of %u bytes: one MSS or less", dlen);
+	cr_assert(dlen % gso == 0 || (s[13] & (TCP_PSH | TCP_FIN)),
+		  "%u bytes: whole segments but at the end of the data", dlen);
+	tso_frames++;
+	if (dlen > tso_max_data)
+		tso_max_data = dlen;
+	for (unsigned off = 0; off < dlen; off += gso) {
+		unsigned n = dlen - off < gso ? dlen - off : gso;
+		memcpy(piece, s, hl);
+		memcpy(piece + hl, s + hl + off, n);
+		wr32(piece + 4, rd32(s + 4) + off);
+		if (off + n < dlen)
+			piece[13] &= (uint8_t) ~(TCP_FIN | TCP_PSH);
+		wr16(piece + 16, 0);
+		wr16(piece + 16, tcp_checksum(src, dst, piece, hl + n));
+		out(ctx, src, dst, piece, hl + n, 0);
+	}
+}
+
+Test(tcp, tso_segments_cut_by_the_device_every_byte)
+{
+	int b;
+	int a = pair(0x31415926, 0x27182818, &b);
+	A.output = out_tso;
+	A.tx_csum_offload = A.tx_tso = true;
+	tso_frames = tso_max_data = 0;
+	transfer(a, b, 4u << 20, 256u << 10, 60000000);
+	cr_assert(tso_frames > 0);
+	cr_assert(tso_max_data >= 4 * 1460, "the largest TSO segment: %u bytes", tso_max_data);
+	/* and through a lossy link: the pieces are lost, the stack resends (maybe as TSO) */
+	filter = lossy;
+	lossy_rng = 42;
+	lossy_drop = 200;
+	lossy_dup = 50;
+	lossy_hold = 200;
+	transfer(a, b, 2u << 20, 256u << 10, 3600000000ull);
+	cr_assert(A.conns[a].fast_retransmits + A.conns[a].retransmits > 0);
+}
+
+static struct {
+	uint8_t seg[TCP_HLEN + TCP_TSO_MAX + 40];
+	unsigned len, flags, n;
+} first;
+
+static void capture_first(void *ctx, uint32_t src, uint32_t dst, const void *seg, unsigned len,
+			  unsigned flags)
+{
+	(void)ctx;
+	(void)src;
+	(void)dst;
+	if (first.n++)
+		return;
+	memcpy(first.seg, seg, len);
+	first.len = len;
+	first.flags = flags;
+}
+
+Test(tcp, tso_segment_known_header_and_partial_checksum)
+{
+	int id = crafted_passive(0x7000, peer_opts, sizeof(peer_opts));
+	A.output = capture_first;
+	A.tx_csum_offload = A.tx_tso = true;
+	first.n = 0;
+	static uint8_t data[20000];
+	cr_assert_eq(tcp_send(&A, id, data, sizeof(data)), (int)sizeof(data));
+	/* the initial congestion window, 10 segments of 1460, as one TSO segment */
+	cr_assert_eq(first.len, TCP_HLEN + 14600);
+	cr_assert_eq(first.flags, TCP_TX_NEEDS_CSUM | TCP_TX_GSO | 1460u << 16);
+	cr_assert_eq(rd32(first.seg + 4), 0x7001);
+	/* 10.0.0.1 to 10.0.0.2, TCP, 14620 bytes: 0x0a00 + 0x0001 + 0x0a00 + 0x0002 + 0x0006 +
+	 * 0x391c */
+	cr_assert_eq(rd16(first.seg + 16), 0x4d25);
+	/* offload without TSO: the same bytes in MSS-sized segments */
+	id = crafted_passive(0x7000, peer_opts, sizeof(peer_opts));
+	A.output = capture_first;
+	A.tx_csum_offload = true;
+	first.n = 0;
+	cr_assert_eq(tcp_send(&A, id, data, sizeof(data)), (int)sizeof(data));
+	cr_assert_eq(first.n, 10);
+	cr_assert_eq(first.len, TCP_HLEN + 1460);
+	cr_assert_eq(first.flags, TCP_TX_NEEDS_CSUM);
+	cr_assert_eq(rd16(first.seg + 16), pseudo_folded(IP_A, IP_B, TCP_HLEN + 1460));
+}

@@ -67,10 +67,12 @@ static ssize_t fake_recv(struct net_backend *be, uint8_t *buf, size_t len)
 	return (ssize_t)n;
 }
 
+static struct net_offloads fake_supported; /* what the fake backend says it can take */
+
 static void fake_offloads(struct net_backend *be, struct net_offloads *o)
 {
 	(void)be;
-	memset(o, 0, sizeof(*o));
+	*o = fake_supported;
 }
 
 static int fake_set_rx_offloads(struct net_backend *be, const struct net_offloads *o)
@@ -564,4 +566,24 @@ Test(virtio_net, default_macs_are_unique_per_index)
 	cr_assert_arr_eq(a, want0, 6);
 	cr_assert_arr_eq(b2, want10, 6, "virtio-net10 must not collide with virtio-net0");
 	cr_assert_eq(c[5], 0x57);
+}
+
+/* A backend that cannot take partially checksummed or GSO frames (the user-mode one, slirp) gets
+ * none: the device offers neither CSUM nor HOST_TSO4, so a driver never sends it such a frame
+ * (and one that does is dropped: transmit_header_asking_for_unnegotiated_offloads_is_dropped). */
+Test(virtio_net, offloads_offered_only_where_the_backend_takes_them)
+{
+	const uint64_t csum = 1ull << 0, tso4 = 1ull << 11, guest_csum = 1ull << 1;
+	fake_supported = (struct net_offloads){0};
+	start(256, true);
+	cr_assert_eq(dev.device_features & (csum | tso4 | guest_csum), 0);
+	stop();
+	fake_supported = (struct net_offloads){.csum = true, .tso4 = true};
+	start(256, true);
+	cr_assert_eq(dev.device_features & (csum | tso4), csum | tso4);
+	stop();
+	start_with("tap=fake,offload=off", true);
+	cr_assert_eq(dev.device_features & (csum | tso4 | guest_csum), 0, "offload=off");
+	stop();
+	fake_supported = (struct net_offloads){0};
 }
