@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "devices/virtio/balloon.h"
 #include "devices/virtio/blk.h"
 #include "device_registry.h"
 #include "options.h"
@@ -85,11 +86,23 @@ static bool is_disk(const struct device_kind_desc *kind)
 	return !strcmp(kind->flag, "disk");
 }
 
-/* Device kinds whose state this version saves: the rng holds none of its own, a disk none once
- * its requests in flight are finished (virtio_blk_quiesce) but its image's size. */
+static bool is_balloon(const struct device_kind_desc *kind)
+{
+	return !strcmp(kind->flag, "balloon");
+}
+
+/* Device kinds whose state this version saves (by flag: a snapshot's kinds are checked before
+ * they are created): the rng holds none of its own, a disk none once its requests in flight
+ * are finished (virtio_blk_quiesce) but its image's size, a balloon its target, statistics
+ * buffer and released pages. */
+static bool flag_supported(const char *flag)
+{
+	return !strcmp(flag, "rng") || !strcmp(flag, "disk") || !strcmp(flag, "balloon");
+}
+
 static bool kind_supported(const struct device_kind_desc *kind)
 {
-	return !strcmp(kind->flag, "rng") || is_disk(kind);
+	return flag_supported(kind->flag);
 }
 
 static void quiesce_devices(struct vm *vm)
@@ -116,6 +129,12 @@ static int capture_devices(struct vm *vm, struct snapshot_state *st, char *err, 
 		d->transport = slot->cfg->transport;
 		if (is_disk(slot->cfg->kind))
 			d->disk_sectors = virtio_blk_capacity(slot->model);
+		if (is_balloon(slot->cfg->kind)) {
+			st->balloon_map[i] = malloc(virtio_balloon_map_bytes(vm->mem.ram_size));
+			if (!st->balloon_map[i])
+				return snapshot_fail(err, errlen, "snapshot: out of memory");
+			virtio_balloon_save(slot->model, &st->balloons[i], st->balloon_map[i]);
+		}
 		virtio_dev_save(&slot->dev, &d->dev);
 		if (slot->cfg->transport == TRANSPORT_MMIO)
 			virtio_mmio_save(&slot->mmio, &d->mmio);
@@ -162,7 +181,8 @@ int snapshot_save(struct vm *vm, const int fds[SNAPSHOT_NR_FILES], char *err, si
 			return snapshot_fail(
 			    err, errlen,
 			    "snapshot: --%s devices cannot be saved yet (this version saves "
-			    "the vCPUs, memory, irqchip, serial console and --rng devices)",
+			    "the vCPUs, memory, irqchip, serial console and --rng, --disk and "
+			    "--balloon devices)",
 			    vm->cfg->devices[i].kind->flag);
 	if (snapshot_check_files(fds, err, errlen))
 		return -1;
@@ -179,7 +199,7 @@ int snapshot_save(struct vm *vm, const int fds[SNAPSHOT_NR_FILES], char *err, si
 		return snapshot_fail(err, errlen, "snapshot: out of memory");
 	int rc =
 	    capture(vm, st, err, errlen) || snapshot_write_files(fds, st, &vm->mem, err, errlen);
-	free(st);
+	snapshot_state_free(st);
 	return rc ? -1 : 0;
 }
 
@@ -238,6 +258,29 @@ static int apply_vcpu(struct vcpu *vc, const struct snapshot_vcpu *v, char *err,
 	return 0;
 }
 
+/* A device model's own state, once its transport is set up again. */
+static int apply_model(struct virtio_slot *slot, const struct snapshot_state *st, int i, char *err,
+		       size_t errlen)
+{
+	char why[160];
+	if (!is_balloon(slot->cfg->kind))
+		return 0;
+	if (!st->balloon_map[i])
+		return snapshot_fail(err, errlen, "device %d: the balloon's state is missing", i);
+	if (virtio_balloon_restore(slot->model, &st->balloons[i], st->balloon_map[i], why,
+				   sizeof(why)))
+		return snapshot_fail(err, errlen, "device %d: %s", i, why);
+	return 0;
+}
+
+/* Interrupts the device models raise again once the irqchip is back (see snapshot_apply). */
+static void resignal_models(struct vm *vm)
+{
+	for (int i = 0; i < vm->virtio->nr; i++)
+		if (is_balloon(vm->virtio->slots[i].cfg->kind))
+			virtio_balloon_resignal(vm->virtio->slots[i].model);
+}
+
 int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, size_t errlen)
 {
 	int nr_devs = vm->virtio ? vm->virtio->nr : 0;
@@ -263,6 +306,8 @@ int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, si
 			virtio_mmio_restore(&slot->mmio, &d->dev, &d->mmio);
 		else
 			virtio_pci_restore(slot->pci, &d->dev, &d->pci);
+		if (apply_model(slot, st, i, err, errlen))
+			return -1;
 	}
 	for (int c = 0; c < 3; c++) {
 		struct kvm_irqchip chip = st->irqchip[c];
@@ -290,6 +335,8 @@ int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, si
 			if (dev->vqs[q].avail && !dev->broken)
 				dev->transport->signal_queue(dev, q);
 	}
+	if (nr_devs)
+		resignal_models(vm);
 	return 0;
 }
 
@@ -326,14 +373,14 @@ struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
 	/* The devices as the command line gave them, in the same order: same windows, slots. */
 	for (uint32_t i = 0; i < st->config.nr_devices; i++) {
 		const struct snapshot_device *d = &st->devices[i];
-		if (strcmp(d->flag, "rng") && strcmp(d->flag, "disk")) {
+		if (!flag_supported(d->flag)) {
 			/* Only what snapshot_save writes: a crafted file gets no other kind. */
 			log_error(
 			    "cannot restore: device %u: --%s devices are not restored by this "
 			    "version",
 			    i, d->flag);
 			close(cfg->memory_fd);
-			free(st);
+			snapshot_state_free(st);
 			return NULL;
 		}
 		if (cli_add_device(cfg, d->flag, d->spec, err, sizeof(err)) ||
@@ -341,13 +388,13 @@ struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
 			log_error("cannot restore: device %u (--%s %s): %s", i, d->flag, d->spec,
 				  cfg->nr_devices > (int)i ? "transport differs" : err);
 			close(cfg->memory_fd);
-			free(st);
+			snapshot_state_free(st);
 			return NULL;
 		}
 		if (disk_size_differs(d, err, sizeof(err))) {
 			log_error("cannot restore: device %u: %s", i, err);
 			close(cfg->memory_fd);
-			free(st);
+			snapshot_state_free(st);
 			return NULL;
 		}
 	}

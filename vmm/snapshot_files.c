@@ -372,18 +372,18 @@ int snapshot_open_dir(const char *dir, struct snapshot_state **st, int *memory_f
 	char why[200] = "out of memory";
 	if (!*st || snapshot_state_parse(state, len, *st, why, sizeof(why))) {
 		free(state);
-		free(*st);
+		snapshot_state_free(*st);
 		*st = NULL;
 		return snapshot_fail(err, errlen, "%s: %s", path, why);
 	}
 	free(state);
 	if ((*st)->config.memory_bytes != h.memory_bytes) {
-		free(*st);
+		snapshot_state_free(*st);
 		*st = NULL;
 		return snapshot_fail(err, errlen, "%s: memory size differs from the header", path);
 	}
 	if (open_memory(dir, &h, memory_fd, err, errlen)) {
-		free(*st);
+		snapshot_state_free(*st);
 		*st = NULL;
 		return -1;
 	}

@@ -78,8 +78,8 @@ static void teardown(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	cr_assert_eq(system(cmd), 0);
 	free(ram);
-	free(st);
-	free(back);
+	snapshot_state_free(st);
+	snapshot_state_free(back);
 }
 
 static void write_snapshot(void)
@@ -95,7 +95,7 @@ static void write_snapshot(void)
 static int load(void)
 {
 	int fd = -1;
-	free(back);
+	snapshot_state_free(back);
 	back = NULL;
 	err[0] = '\0';
 	int rc = snapshot_open_dir(dir, &back, &fd, err, sizeof(err));
@@ -380,7 +380,9 @@ static int parse(void)
 {
 	static struct snapshot_state out;
 	err[0] = '\0';
-	return snapshot_state_parse(buf, len, &out, err, sizeof(err));
+	int rc = snapshot_state_parse(buf, len, &out, err, sizeof(err));
+	snapshot_state_free_maps(&out);
+	return rc;
 }
 
 /* The offset of the first record with this tag and index. */
@@ -528,6 +530,93 @@ Test(snapshot_state, device_records)
 	st->devices[1].transport = 2;
 	serialize();
 	expect_parse_refused("device 1: bad kind, options or transport");
+	free(buf);
+	buf = NULL;
+}
+
+/* A balloon device as the save writes it: its flag, the stats queue live, a map. */
+static void add_balloon(uint32_t i)
+{
+	st->config.nr_devices = i + 1;
+	struct snapshot_device *d = &st->devices[i];
+	snprintf(d->flag, sizeof(d->flag), "balloon");
+	d->transport = TRANSPORT_PCI;
+	d->dev.q[2] = (struct virtio_queue_state){.desc = 0x3000, .size = 256, .ready = 1};
+	st->balloons[i] = (struct virtio_balloon_state){
+	    .num_pages = 1000, .actual = 900, .stats_held = 1, .stats_head = 255, .stats_valid = 3};
+	st->balloon_map[i] = calloc(1, virtio_balloon_map_bytes(MEM));
+	cr_assert_not_null(st->balloon_map[i]);
+	st->balloon_map[i][7] = 0x81;
+}
+
+Test(snapshot_state, balloon_records)
+{
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
+	add_balloon(1);
+	serialize();
+	static struct snapshot_state out;
+	cr_assert_eq(snapshot_state_parse(buf, len, &out, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memcmp(&out.balloons[1], &st->balloons[1], sizeof(st->balloons[1])), 0);
+	cr_assert_not_null(out.balloon_map[1]);
+	cr_assert_null(out.balloon_map[0], "an rng got a map");
+	cr_assert_eq(memcmp(out.balloon_map[1], st->balloon_map[1], virtio_balloon_map_bytes(MEM)),
+		     0);
+	snapshot_state_free_maps(&out);
+	/* A balloon's records on another device, or missing. */
+	size_t off = find_record(SNAP_BALLOON, 1);
+	memcpy(buf + off + 4, &(uint32_t){0}, 4);
+	expect_parse_refused("device 0: record 7 for another kind of device");
+	serialize();
+	off = find_record(SNAP_BALLOON_PAGES, 1);
+	memcpy(buf + off, &(uint32_t){SNAP_BALLOON}, 4);
+	expect_parse_refused("appears twice");
+	/* A map whose size is not the RAM's. */
+	serialize();
+	off = find_record(SNAP_BALLOON_PAGES, 1);
+	uint32_t size = (uint32_t)virtio_balloon_map_bytes(MEM) - 1;
+	memcpy(buf + off + 8, &size, 4);
+	expect_parse_refused("balloon page map of");
+	/* Values no balloon could have had. */
+	st->balloons[1].num_pages = MEM / 4096 + 1;
+	serialize();
+	expect_parse_refused("device 1: balloon target");
+	st->balloons[1].num_pages = MEM / 4096;
+	st->balloons[1].stats_head = 256;
+	serialize();
+	expect_parse_refused("statistics buffer 256 outside its queue");
+	st->balloons[1].stats_head = 0;
+	st->devices[1].dev.q[2].ready = 0;
+	serialize();
+	expect_parse_refused("outside its queue");
+	st->devices[1].dev.q[2].ready = 1;
+	st->balloons[1].stats_held = 2;
+	serialize();
+	expect_parse_refused("balloon statistics out of range");
+	st->balloons[1].stats_held = 1;
+	st->balloons[1].stats_valid = 1u << BALLOON_NR_STATS;
+	serialize();
+	expect_parse_refused("balloon statistics out of range");
+	st->balloons[1].stats_valid = 0;
+	serialize();
+	cr_assert_eq(parse(), 0, "%s", err);
+	/* A balloon without its records. */
+	free(st->balloon_map[1]);
+	st->balloon_map[1] = NULL;
+	serialize();
+	expect_parse_refused("device 1: record 7 is missing");
+	free(buf);
+	buf = NULL;
+}
+
+/* Every truncation of a state with a balloon is refused, and no map is left behind (ASan). */
+Test(snapshot_state, balloon_truncations_free_their_maps)
+{
+	add_balloon(0);
+	serialize();
+	size_t full = len;
+	for (len = full - 200; len < full; len++)
+		cr_assert_eq(parse(), -1, "a state cut at %zu of %zu bytes was accepted", len,
+			     full);
 	free(buf);
 	buf = NULL;
 }
@@ -777,4 +866,21 @@ Test(snapshot, restore_refuses_kinds_it_does_not_save)
 	char *log = log_captured();
 	cr_assert(strstr(log, "--net devices are not restored by this version"), "%s", log);
 	free(log);
+}
+
+/* A balloon's state and map through the files, and its kind through --restore's set-up. */
+Test(snapshot, balloon_through_the_files_and_restore_open)
+{
+	add_balloon(0);
+	snprintf(st->devices[0].spec, sizeof(st->devices[0].spec), "deflate-on-oom=on");
+	write_snapshot();
+	struct vm_config cfg;
+	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
+	cr_assert_eq(memcmp(&back->balloons[0], &st->balloons[0], sizeof(st->balloons[0])), 0);
+	cr_assert_eq(
+	    memcmp(back->balloon_map[0], st->balloon_map[0], virtio_balloon_map_bytes(MEM)), 0);
+	cr_assert_eq(cfg.nr_devices, 1);
+	cr_assert_str_eq(cfg.devices[0].kind->flag, "balloon");
+	close(cfg.memory_fd);
+	cli_free_config(&cfg);
 }
