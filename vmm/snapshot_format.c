@@ -12,7 +12,7 @@
 static const uint32_t vcpu_required[] = {SNAP_REGS,  SNAP_SREGS,  SNAP_XSAVE,	 SNAP_MSRS,
 					 SNAP_LAPIC, SNAP_EVENTS, SNAP_MP_STATE, SNAP_DEBUGREGS};
 #define NR_VCPU_TAGS   9 /* SNAP_REGS..SNAP_DEBUGREGS */
-#define NR_DEVICE_TAGS 3 /* SNAP_DEVICE..SNAP_BALLOON_PAGES */
+#define NR_DEVICE_TAGS 4 /* SNAP_DEVICE..SNAP_NET */
 
 struct writer {
 	uint8_t *buf;
@@ -64,6 +64,8 @@ uint8_t *snapshot_state_write(const struct snapshot_state *st, size_t *len)
 			record(&w, SNAP_BALLOON, i, &st->balloons[i], sizeof(st->balloons[i]));
 			record(&w, SNAP_BALLOON_PAGES, i, st->balloon_map[i], map_bytes);
 		}
+		if (!strcmp(st->devices[i].flag, "net"))
+			record(&w, SNAP_NET, i, &st->nets[i], sizeof(st->nets[i]));
 	}
 	for (uint32_t i = 0; i < st->config.nr_cpus && i < MAX_VCPUS; i++) {
 		const struct snapshot_vcpu *v = &st->vcpus[i];
@@ -133,6 +135,8 @@ static void *target(struct snapshot_state *st, uint32_t tag, uint32_t index, siz
 		T(st->devices[index < MAX_DEVICES ? index : 0]);
 	case SNAP_BALLOON:
 		T(st->balloons[index < MAX_DEVICES ? index : 0]);
+	case SNAP_NET:
+		T(st->nets[index < MAX_DEVICES ? index : 0]);
 	case SNAP_BALLOON_PAGES:
 		*size = 0; /* its length depends on the RAM: checked by the caller */
 		return &st->balloon_map[index < MAX_DEVICES ? index : 0];
@@ -177,7 +181,7 @@ static int check_config(const struct snapshot_config *c, char *err, size_t errle
 
 static bool is_device_tag(uint32_t tag)
 {
-	return tag == SNAP_DEVICE || tag == SNAP_BALLOON || tag == SNAP_BALLOON_PAGES;
+	return tag >= SNAP_DEVICE && tag <= SNAP_NET;
 }
 
 /* A balloon's state against the machine's: what no device could have held is refused. */
@@ -198,16 +202,38 @@ static int check_balloon(const struct snapshot_state *st, uint32_t i, char *err,
 	return 0;
 }
 
-/* Device records in their place: a balloon has its state and map, no other kind has them. */
+/* A net device's state: a link status and MAC a device can have. */
+static int check_net(const struct snapshot_state *st, uint32_t i, char *err, size_t errlen)
+{
+	const struct virtio_net_state *n = &st->nets[i];
+	if (n->status > 1) /* VIRTIO_NET_S_LINK_UP or nothing */
+		return snapshot_fail(err, errlen, "device %u: net link status 0x%x", i, n->status);
+	if (n->mac[0] & 1)
+		return snapshot_fail(err, errlen, "device %u: net MAC is a multicast address", i);
+	return 0;
+}
+
+/* Which kind a device record belongs to. */
+static const char *tag_kind(uint32_t tag)
+{
+	return tag == SNAP_NET ? "net" : "balloon";
+}
+
+/* Device records in their place: a balloon has its state and map, a net device its state, no
+ * other kind has them. */
 static int check_device_records(const struct snapshot_state *st, uint32_t i,
 				const bool seen[][MAX_DEVICES], char *err, size_t errlen)
 {
-	bool balloon = !strcmp(st->devices[i].flag, "balloon");
-	for (uint32_t tag = SNAP_BALLOON; tag <= SNAP_BALLOON_PAGES; tag++)
-		if (seen[tag - SNAP_DEVICE][i] != balloon)
+	const char *flag = st->devices[i].flag;
+	for (uint32_t tag = SNAP_BALLOON; tag <= SNAP_NET; tag++) {
+		bool want = !strcmp(flag, tag_kind(tag));
+		if (seen[tag - SNAP_DEVICE][i] != want)
 			return snapshot_fail(err, errlen, "device %u: record %u %s", i, tag,
-					     balloon ? "is missing" : "for another kind of device");
-	return balloon ? check_balloon(st, i, err, errlen) : 0;
+					     want ? "is missing" : "for another kind of device");
+	}
+	if (!strcmp(flag, "balloon"))
+		return check_balloon(st, i, err, errlen);
+	return !strcmp(flag, "net") ? check_net(st, i, err, errlen) : 0;
 }
 
 static int parse_records(const uint8_t *buf, size_t len, struct snapshot_state *st, char *err,

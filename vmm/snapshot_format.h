@@ -12,6 +12,7 @@
 #include "devices/serial.h"
 #include "devices/virtio/balloon.h"
 #include "devices/virtio/mmio.h"
+#include "devices/virtio/net.h"
 #include "devices/virtio/pci.h"
 #include "devices/virtio/virtio.h"
 
@@ -29,6 +30,7 @@ enum snapshot_tag {
 	SNAP_DEVICE = 6,  /* struct snapshot_device, index = device (command-line order) */
 	SNAP_BALLOON = 7, /* struct virtio_balloon_state, index = a --balloon device */
 	SNAP_BALLOON_PAGES = 8, /* its released-page map, virtio_balloon_map_bytes of RAM */
+	SNAP_NET = 9,		/* struct virtio_net_state, index = a --net device */
 	SNAP_REGS = 16,		/* per vCPU from here on: index = vCPU */
 	SNAP_SREGS = 17,
 	SNAP_XSAVE = 18, /* the 4 KiB legacy KVM_GET_XSAVE area */
@@ -86,7 +88,8 @@ struct snapshot_state {
 	/* A --balloon device's own state; its map is malloc'd (NULL: not a balloon). */
 	struct virtio_balloon_state balloons[MAX_DEVICES];
 	uint8_t *balloon_map[MAX_DEVICES];
-	struct snapshot_vcpu vcpus[MAX_VCPUS]; /* config.nr_cpus of them */
+	struct virtio_net_state nets[MAX_DEVICES]; /* a --net device's own state */
+	struct snapshot_vcpu vcpus[MAX_VCPUS];	   /* config.nr_cpus of them */
 };
 
 /* Free the maps a state holds (and set them NULL); snapshot_state_free: and the state. */

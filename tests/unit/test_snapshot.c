@@ -608,6 +608,53 @@ Test(snapshot_state, balloon_records)
 	buf = NULL;
 }
 
+/* A net device as the save writes it. */
+static void add_net(uint32_t i, const char *spec)
+{
+	st->config.nr_devices = i + 1;
+	struct snapshot_device *d = &st->devices[i];
+	snprintf(d->flag, sizeof(d->flag), "net");
+	snprintf(d->spec, sizeof(d->spec), "%s", spec);
+	d->transport = TRANSPORT_PCI;
+	st->nets[i] = (struct virtio_net_state){
+	    .mac = {0x52, 0x54, 0, 0x12, 0x34, 0x57}, .status = 1, .rx_packets = 7};
+}
+
+Test(snapshot_state, net_records)
+{
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
+	add_net(1, "tap=mvt0");
+	serialize();
+	static struct snapshot_state out;
+	cr_assert_eq(snapshot_state_parse(buf, len, &out, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memcmp(&out.nets[1], &st->nets[1], sizeof(st->nets[1])), 0);
+	size_t off = find_record(SNAP_NET, 1);
+	memcpy(buf + off + 4, &(uint32_t){0}, 4);
+	expect_parse_refused("device 0: record 9 for another kind of device");
+	serialize();
+	off = find_record(SNAP_NET, 1);
+	memcpy(buf + off, &(uint32_t){SNAP_DEVICE}, 4);
+	expect_parse_refused("appears twice");
+	st->nets[1].status = 2;
+	serialize();
+	expect_parse_refused("device 1: net link status 0x2");
+	st->nets[1].status = 0; /* link down: a device can have that */
+	serialize();
+	cr_assert_eq(parse(), 0, "%s", err);
+	st->nets[1].mac[0] = 0x53;
+	serialize();
+	expect_parse_refused("device 1: net MAC is a multicast address");
+	/* A net device without its record. */
+	snprintf(st->devices[1].flag, sizeof(st->devices[1].flag), "rng");
+	serialize();
+	snprintf(st->devices[1].flag, sizeof(st->devices[1].flag), "net");
+	off = find_record(SNAP_DEVICE, 1);
+	memcpy(buf + off + 12 + offsetof(struct snapshot_device, flag), "net", 4);
+	expect_parse_refused("device 1: record 9 is missing");
+	free(buf);
+	buf = NULL;
+}
+
 /* Every truncation of a state with a balloon is refused, and no map is left behind (ASan). */
 Test(snapshot_state, balloon_truncations_free_their_maps)
 {
@@ -826,10 +873,13 @@ Test(snapshot_virtio, pci_replay_reaches_the_same_state)
 
 /* ---- --restore's set-up from a snapshot: the machine and its devices come from it ---- */
 
+static const char *backend_override[MAX_DEVICES];
+
 static int restore_open(struct vm_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->restore_dir = dir;
+	memcpy(cfg->net_backend, backend_override, sizeof(backend_override));
 	log_capture_clear();
 	back = snapshot_restore_open(cfg);
 	return back ? 0 : -1;
@@ -853,18 +903,18 @@ Test(snapshot, restore_takes_machine_and_devices_from_the_snapshot)
 	cli_free_config(&cfg);
 }
 
-/* A crafted snapshot gets no device kind snapshot_save would not have written (a tap, say). */
+/* A crafted snapshot gets no device kind snapshot_save would not have written. */
 Test(snapshot, restore_refuses_kinds_it_does_not_save)
 {
 	st->config.nr_devices = 1;
-	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "net");
-	snprintf(st->devices[0].spec, sizeof(st->devices[0].spec), "tap=mvt0");
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "vsock");
+	snprintf(st->devices[0].spec, sizeof(st->devices[0].spec), "cid=3");
 	write_snapshot();
 	struct vm_config cfg;
 	cr_assert_eq(restore_open(&cfg), -1);
 	cr_assert_eq(cfg.nr_devices, 0, "the device was created");
 	char *log = log_captured();
-	cr_assert(strstr(log, "--net devices are not restored by this version"), "%s", log);
+	cr_assert(strstr(log, "--vsock devices are not restored by this version"), "%s", log);
 	free(log);
 }
 
@@ -883,4 +933,59 @@ Test(snapshot, balloon_through_the_files_and_restore_open)
 	cr_assert_str_eq(cfg.devices[0].kind->flag, "balloon");
 	close(cfg.memory_fd);
 	cli_free_config(&cfg);
+}
+
+/* A net device comes back on the tap it names; --net-backend swaps only the backend. */
+Test(snapshot, restore_reopens_net_by_its_options_or_the_override)
+{
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
+	add_net(1, "tap=mvt0,mac=52:54:00:12:34:99,transport=mmio,tx=timer");
+	st->devices[1].transport = TRANSPORT_MMIO;
+	write_snapshot();
+	struct vm_config cfg;
+	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
+	cr_assert_eq(cfg.nr_devices, 2);
+	cr_assert_str_eq(cfg.devices[1].spec,
+			 "tap=mvt0,mac=52:54:00:12:34:99,transport=mmio,tx=timer");
+	close(cfg.memory_fd);
+	cli_free_config(&cfg);
+	backend_override[1] = "tap=mvt9";
+	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
+	cr_assert_str_eq(cfg.devices[1].spec,
+			 "mac=52:54:00:12:34:99,transport=mmio,tx=timer,tap=mvt9");
+	cr_assert_eq(cfg.devices[1].transport, TRANSPORT_MMIO);
+	close(cfg.memory_fd);
+	cli_free_config(&cfg);
+	backend_override[1] = "user,hostfwd=udp::5555-:7";
+	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
+	cr_assert_str_eq(cfg.devices[1].spec,
+			 "mac=52:54:00:12:34:99,transport=mmio,tx=timer,user,hostfwd=udp::5555-:7");
+	close(cfg.memory_fd);
+	cli_free_config(&cfg);
+	backend_override[1] = NULL;
+}
+
+/* expect_override_refused: --net-backend INDEX:SPEC refused with a line naming why. */
+static void expect_override_refused(int index, const char *spec, const char *why)
+{
+	struct vm_config cfg;
+	backend_override[index] = spec;
+	cr_assert_eq(restore_open(&cfg), -1, "--net-backend %d:%s accepted", index, spec);
+	backend_override[index] = NULL;
+	char *log = log_captured();
+	cr_assert(strstr(log, why), "'%s' does not name '%s'", log, why);
+	free(log);
+	cli_free_config(&cfg);
+}
+
+Test(snapshot, restore_refuses_bad_backend_overrides)
+{
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
+	add_net(1, "tap=mvt0");
+	write_snapshot();
+	expect_override_refused(2, "tap=x", "--net-backend 2: the snapshot has 2 devices");
+	expect_override_refused(0, "tap=x", "the device is a --rng, not a --net");
+	expect_override_refused(1, "mac=52:54:00:12:34:56", "'mac' is not a backend option");
+	expect_override_refused(1, "tap=x,,", "--net-backend");
+	expect_override_refused(1, "tap=x,user", "exactly one backend");
 }
