@@ -323,8 +323,11 @@ int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, si
 			    i, d->spec, (unsigned long long)virtio_blk_capacity(slot->model),
 			    (unsigned long long)d->disk_sectors);
 		/* A backend may offer less than the saved one (a tap without offloads): the driver
-		 * would find features it accepted gone, and the replay would break the device. */
-		if (d->dev.driver_features & ~slot->dev.device_features)
+		 * would find features it had accepted gone, and the replay would break the device.
+		 * (Before FEATURES_OK the driver may have written anything: the replay refuses it
+		 * as the device did.) */
+		if ((d->dev.status & VIRTIO_STATUS_FEATURES_OK) &&
+		    (d->dev.driver_features & ~slot->dev.device_features))
 			return snapshot_fail(
 			    err, errlen,
 			    "device %d (--%s %s): the driver's features 0x%llx are not all "

@@ -643,6 +643,9 @@ int virtio_net_restore(struct virtio_net *n, const struct virtio_net_state *in, 
 	if (n->link_changed)
 		dev->config_generation++;
 	pthread_mutex_unlock(&dev->lock);
+	/* Saved between a kick and its transmit pass, the driver was told not to kick (and the
+	 * ring may be empty, so nothing else runs a pass): one pass turns kicks back on. */
+	bottom_half_schedule(n->loop, &n->tx_bh);
 	return 0;
 }
 

@@ -70,8 +70,10 @@ struct virtio_net_state {
  * a full ring would. Raises the interrupt for what was delivered. */
 void virtio_net_quiesce(struct virtio_net *n);
 void virtio_net_save(struct virtio_net *n, struct virtio_net_state *out);
-/* After the transport's replay: the saved MAC and counters. The new backend's link is up: a
- * device saved with the link down raises a configuration interrupt at virtio_net_resignal.
+/* After the transport's replay: the saved MAC and counters, and a transmit pass scheduled
+ * (it turns the driver's kicks back on if the save came between a kick and its pass). The new
+ * backend's link is up: a device saved with the link down raises a configuration interrupt at
+ * virtio_net_resignal.
  * Returns 0, or -1 with a one-line reason in err (a status or MAC no device could have had). */
 int virtio_net_restore(struct virtio_net *n, const struct virtio_net_state *in, char *err,
 		       size_t errlen);

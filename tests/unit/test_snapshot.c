@@ -16,9 +16,11 @@
 #include "log_capture.h"
 #include "vmm/cli.h"
 #include "vmm/device_registry.h"
+#include "vmm/kinds/kinds.h"
 #include "vmm/snapshot.h"
 #include "vmm/snapshot_files.h"
 #include "vmm/snapshot_format.h"
+#include "vmm/virtio_devices.h"
 #include "vmm/base/crc32.h"
 
 #define MEM (16ULL << 20)
@@ -988,4 +990,49 @@ Test(snapshot, restore_refuses_bad_backend_overrides)
 	expect_override_refused(1, "mac=52:54:00:12:34:56", "'mac' is not a backend option");
 	expect_override_refused(1, "tap=x,,", "--net-backend");
 	expect_override_refused(1, "tap=x,user", "exactly one backend");
+}
+
+/* A backend that offers less than the driver had accepted (a tap with fewer offloads) is
+ * refused before anything is replayed. */
+Test(snapshot, restore_refuses_a_backend_offering_fewer_features)
+{
+	static struct vm vm;
+	static struct virtio_devices devs;
+	static struct device_config dc = {.kind = &virtio_rng_kind, .transport = TRANSPORT_PCI};
+	memset(&vm, 0, sizeof(vm));
+	memset(&devs, 0, sizeof(devs));
+	vm.nr_vcpus = 2;
+	vm.mem.ram_size = MEM;
+	vm.virtio = &devs;
+	devs.nr = 1;
+	devs.slots[0].cfg = &dc;
+	devs.slots[0].dev.device_features = 1ULL << 32 | 1;
+	st->config.nr_devices = 1;
+	st->devices[0].transport = TRANSPORT_PCI;
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
+	st->devices[0].dev.driver_features = 1ULL << 32 | 2;
+	st->devices[0].dev.status =
+	    VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK;
+	cr_assert_eq(snapshot_apply(&vm, st, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "device 0 (--rng ): the driver's features 0x100000002 are not all "
+			      "offered here (0x100000001)"),
+		  "%s", err);
+}
+
+/* Two balloons of a 1 TiB guest: 64 MiB of maps, more than a restore reads; refused at save. */
+Test(snapshot, state_too_large_for_a_restore_is_not_written)
+{
+	st->config.memory_bytes = 1ULL << 40;
+	for (uint32_t i = 0; i < 2; i++) {
+		snprintf(st->devices[i].flag, sizeof(st->devices[i].flag), "balloon");
+		st->balloon_map[i] = calloc(1, virtio_balloon_map_bytes(1ULL << 40));
+		cr_assert_not_null(st->balloon_map[i]);
+	}
+	st->config.nr_devices = 2;
+	int fds[SNAPSHOT_NR_FILES];
+	cr_assert_eq(snapshot_create_files(dir, fds, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(snapshot_write_files(fds, st, &mem, err, sizeof(err)), -1);
+	for (int i = 0; i < SNAPSHOT_NR_FILES; i++)
+		close(fds[i]);
+	cr_assert(strstr(err, "a restore reads at most"), "%s", err);
 }

@@ -670,3 +670,19 @@ Test(virtio_net, snapshot_restore_refuses_state_no_device_had)
 	cr_assert(strstr(err, "multicast"), "%s", err);
 	stop();
 }
+
+/* Saved between a kick and its transmit pass (kicks off, the ring already empty): the
+ * restored device turns kicks back on, or the driver would never kick again. */
+Test(virtio_net, snapshot_restore_turns_transmit_kicks_back_on)
+{
+	start(256, false);
+	struct virtio_net_state saved;
+	virtio_net_save(net, &saved);
+	virtqueue_set_notification(&dev.vqs[TXQ], false); /* as the restored ring state says */
+	cr_assert(dev.vqs[TXQ].notifications_off);
+	char err[128];
+	cr_assert_eq(virtio_net_restore(net, &saved, err, sizeof(err)), 0, "%s", err);
+	event_loop_run_once(&loop, 0);
+	cr_assert_not(dev.vqs[TXQ].notifications_off, "the driver is still told not to kick");
+	stop();
+}
