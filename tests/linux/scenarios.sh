@@ -480,29 +480,29 @@ json_num() { sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" "$1"; }
 snapshot_devices() {
 	local t=$1 i=0
 	probe_bg b-$t --kernel /probe/probe.elf --memory 64M --balloon,transport=$t \
-		--api-sock $W/b.sock --cmdline "test=balloon balloon.touch_mib=16 balloon.timeout=140"
+		--api-sock $W/b-$t.sock --cmdline "test=balloon balloon.touch_mib=16 balloon.timeout=140"
 	wait_out b-$t '^probe: balloon ready' 60 || return 1
-	minivmm ctl --sock $W/b.sock balloon-set 8 >$W/b.ctl || fail "b-$t: balloon-set 8"
+	minivmm ctl --sock $W/b-$t.sock balloon-set 8 >$W/b.ctl || fail "b-$t: balloon-set 8"
 	wait_out b-$t '^probe: balloon actual_pages=2048' 60 || return 1
-	save_and_kill b-$t $W/b.sock $W/snap-b-$t || return 1
-	probe_bg rb-$t --restore $W/snap-b-$t --api-sock $W/rb.sock
+	save_and_kill b-$t $W/b-$t.sock $W/snap-b-$t || return 1
+	probe_bg rb-$t --restore $W/snap-b-$t --api-sock $W/rb-$t.sock
 	while ! grep -q 'restored' $W/rb-$t.err 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-	minivmm ctl --sock $W/rb.sock status >$W/rb.status 2>&1
+	minivmm ctl --sock $W/rb-$t.sock status >$W/rb.status 2>&1
 	[ "$(json_num $W/rb.status target_pages)" = 2048 ] && [ "$(json_num $W/rb.status released_pages)" = 2048 ] ||
 		fail "rb-$t: the balloon's saved state is not back: $(cat $W/rb.status)"
-	minivmm ctl --sock $W/rb.sock balloon-set 16 >$W/rb.ctl || fail "rb-$t: balloon-set 16"
+	minivmm ctl --sock $W/rb-$t.sock balloon-set 16 >$W/rb.ctl || fail "rb-$t: balloon-set 16"
 	wait_out rb-$t '^probe: balloon actual_pages=4096' 60 || return 1
-	minivmm ctl --sock $W/rb.sock balloon-set 0 >>$W/rb.ctl || fail "rb-$t: balloon-set 0"
+	minivmm ctl --sock $W/rb-$t.sock balloon-set 0 >>$W/rb.ctl || fail "rb-$t: balloon-set 0"
 	wait $BG_JOB
 	expect_status rb-$t 0 && expect_out rb-$t '^probe: balloon deflated ok' && expect_out rb-$t '^probe: PASS' || return 1
 	! grep -q 'minivmm probe v1' $W/rb-$t.out || fail "rb-$t: the restored guest booted again"
 
 	taps mvt0 || return 1
-	probe_bg n-$t --kernel /probe/probe.elf --net tap=mvt0,transport=$t --api-sock $W/n.sock \
+	probe_bg n-$t --kernel /probe/probe.elf --net tap=mvt0,transport=$t --api-sock $W/n-$t.sock \
 		--cmdline "test=serve net.ip=10.0.2.15/24 net.peer=10.0.2.1"
 	wait_out n-$t '^probe: serve ready' 60 || return 1
 	ping -c 3 -W 2 10.0.2.15 >$W/n-$t.ping 2>&1 || fail "n-$t: no ping answer: $(cat $W/n-$t.ping)"
-	save_and_kill n-$t $W/n.sock $W/snap-n-$t || return 1
+	save_and_kill n-$t $W/n-$t.sock $W/snap-n-$t || return 1
 	local backend=""
 	if [ $t = pci ]; then
 		local mac=$(cat /sys/class/net/mvt0/address)
@@ -511,11 +511,11 @@ snapshot_devices() {
 		ip link set dev mvt1 address "$mac" || fail "cannot give mvt1 the MAC $mac"
 		backend="--net-backend 0:tap=mvt1"
 	fi
-	probe_bg rn-$t --restore $W/snap-n-$t $backend --api-sock $W/rn.sock
+	probe_bg rn-$t --restore $W/snap-n-$t $backend --api-sock $W/rn-$t.sock
 	i=0
 	while ! grep -q 'restored' $W/rn-$t.err 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 	ping -c 3 -W 2 10.0.2.15 >$W/rn-$t.ping 2>&1 || fail "rn-$t: no ping answer after the restore: $(cat $W/rn-$t.ping)"
-	minivmm ctl --sock $W/rn.sock shutdown >$W/rn.ctl 2>&1 || fail "rn-$t: shutdown"
+	minivmm ctl --sock $W/rn-$t.sock shutdown >$W/rn.ctl 2>&1 || fail "rn-$t: shutdown"
 	wait $BG_JOB
 	expect_status rn-$t 0
 	! grep -q 'minivmm probe v1' $W/rn-$t.out || fail "rn-$t: the restored guest booted again"

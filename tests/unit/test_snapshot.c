@@ -883,6 +883,7 @@ static int restore_open(struct vm_config *cfg)
 	cfg->restore_dir = dir;
 	memcpy(cfg->net_backend, backend_override, sizeof(backend_override));
 	log_capture_clear();
+	snapshot_state_free(back);
 	back = snapshot_restore_open(cfg);
 	return back ? 0 : -1;
 }
