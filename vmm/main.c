@@ -420,7 +420,7 @@ out_console:
 out_vm:
 	vm_destroy(&vm);
 	free(cmdline);
-	free(snap);
+	snapshot_state_free(snap);
 	if (sig_fd >= 0)
 		close(sig_fd);
 	if (ran)

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "devices/virtio/balloon.h"
 #include "devices/virtio/blk.h"
+#include "devices/virtio/net.h"
 #include "device_registry.h"
 #include "options.h"
 #include "snapshot_files.h"
@@ -85,18 +87,40 @@ static bool is_disk(const struct device_kind_desc *kind)
 	return !strcmp(kind->flag, "disk");
 }
 
-/* Device kinds whose state this version saves: the rng holds none of its own, a disk none once
- * its requests in flight are finished (virtio_blk_quiesce) but its image's size. */
+static bool is_balloon(const struct device_kind_desc *kind)
+{
+	return !strcmp(kind->flag, "balloon");
+}
+
+static bool is_net(const struct device_kind_desc *kind)
+{
+	return !strcmp(kind->flag, "net");
+}
+
+/* Device kinds whose state this version saves (by flag: a snapshot's kinds are checked before
+ * they are created): the rng holds none of its own, a disk none once its requests in flight
+ * are finished (virtio_blk_quiesce) but its image's size, a balloon its target, statistics
+ * buffer and released pages, a net device its MAC and link (virtio_net_quiesce first). */
+static bool flag_supported(const char *flag)
+{
+	return !strcmp(flag, "rng") || !strcmp(flag, "disk") || !strcmp(flag, "balloon") ||
+	       !strcmp(flag, "net");
+}
+
 static bool kind_supported(const struct device_kind_desc *kind)
 {
-	return !strcmp(kind->flag, "rng") || is_disk(kind);
+	return flag_supported(kind->flag);
 }
 
 static void quiesce_devices(struct vm *vm)
 {
-	for (int i = 0; vm->virtio && i < vm->virtio->nr; i++)
-		if (is_disk(vm->virtio->slots[i].cfg->kind))
-			virtio_blk_quiesce(vm->virtio->slots[i].model);
+	for (int i = 0; vm->virtio && i < vm->virtio->nr; i++) {
+		const struct virtio_slot *slot = &vm->virtio->slots[i];
+		if (is_disk(slot->cfg->kind))
+			virtio_blk_quiesce(slot->model);
+		else if (is_net(slot->cfg->kind))
+			virtio_net_quiesce(slot->model);
+	}
 }
 
 static int capture_devices(struct vm *vm, struct snapshot_state *st, char *err, size_t errlen)
@@ -116,6 +140,14 @@ static int capture_devices(struct vm *vm, struct snapshot_state *st, char *err, 
 		d->transport = slot->cfg->transport;
 		if (is_disk(slot->cfg->kind))
 			d->disk_sectors = virtio_blk_capacity(slot->model);
+		if (is_balloon(slot->cfg->kind)) {
+			st->balloon_map[i] = malloc(virtio_balloon_map_bytes(vm->mem.ram_size));
+			if (!st->balloon_map[i])
+				return snapshot_fail(err, errlen, "snapshot: out of memory");
+			virtio_balloon_save(slot->model, &st->balloons[i], st->balloon_map[i]);
+		}
+		if (is_net(slot->cfg->kind))
+			virtio_net_save(slot->model, &st->nets[i]);
 		virtio_dev_save(&slot->dev, &d->dev);
 		if (slot->cfg->transport == TRANSPORT_MMIO)
 			virtio_mmio_save(&slot->mmio, &d->mmio);
@@ -162,7 +194,8 @@ int snapshot_save(struct vm *vm, const int fds[SNAPSHOT_NR_FILES], char *err, si
 			return snapshot_fail(
 			    err, errlen,
 			    "snapshot: --%s devices cannot be saved yet (this version saves "
-			    "the vCPUs, memory, irqchip, serial console and --rng devices)",
+			    "the vCPUs, memory, irqchip, serial console and --rng, --disk, "
+			    "--balloon and --net devices)",
 			    vm->cfg->devices[i].kind->flag);
 	if (snapshot_check_files(fds, err, errlen))
 		return -1;
@@ -179,7 +212,7 @@ int snapshot_save(struct vm *vm, const int fds[SNAPSHOT_NR_FILES], char *err, si
 		return snapshot_fail(err, errlen, "snapshot: out of memory");
 	int rc =
 	    capture(vm, st, err, errlen) || snapshot_write_files(fds, st, &vm->mem, err, errlen);
-	free(st);
+	snapshot_state_free(st);
 	return rc ? -1 : 0;
 }
 
@@ -238,6 +271,36 @@ static int apply_vcpu(struct vcpu *vc, const struct snapshot_vcpu *v, char *err,
 	return 0;
 }
 
+/* A device model's own state, once its transport is set up again. */
+static int apply_model(struct virtio_slot *slot, const struct snapshot_state *st, int i, char *err,
+		       size_t errlen)
+{
+	char why[160];
+	if (is_net(slot->cfg->kind) &&
+	    virtio_net_restore(slot->model, &st->nets[i], why, sizeof(why)))
+		return snapshot_fail(err, errlen, "device %d: %s", i, why);
+	if (!is_balloon(slot->cfg->kind))
+		return 0;
+	if (!st->balloon_map[i])
+		return snapshot_fail(err, errlen, "device %d: the balloon's state is missing", i);
+	if (virtio_balloon_restore(slot->model, &st->balloons[i], st->balloon_map[i], why,
+				   sizeof(why)))
+		return snapshot_fail(err, errlen, "device %d: %s", i, why);
+	return 0;
+}
+
+/* Interrupts the device models raise again once the irqchip is back (see snapshot_apply). */
+static void resignal_models(struct vm *vm)
+{
+	for (int i = 0; i < vm->virtio->nr; i++) {
+		const struct virtio_slot *slot = &vm->virtio->slots[i];
+		if (is_balloon(slot->cfg->kind))
+			virtio_balloon_resignal(slot->model);
+		else if (is_net(slot->cfg->kind))
+			virtio_net_resignal(slot->model);
+	}
+}
+
 int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, size_t errlen)
 {
 	int nr_devs = vm->virtio ? vm->virtio->nr : 0;
@@ -259,10 +322,24 @@ int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, si
 			    "%llu",
 			    i, d->spec, (unsigned long long)virtio_blk_capacity(slot->model),
 			    (unsigned long long)d->disk_sectors);
+		/* A backend may offer less than the saved one (a tap without offloads): the driver
+		 * would find features it had accepted gone, and the replay would break the device.
+		 * (Before FEATURES_OK the driver may have written anything: the replay refuses it
+		 * as the device did.) */
+		if ((d->dev.status & VIRTIO_STATUS_FEATURES_OK) &&
+		    (d->dev.driver_features & ~slot->dev.device_features))
+			return snapshot_fail(
+			    err, errlen,
+			    "device %d (--%s %s): the driver's features 0x%llx are not all "
+			    "offered here (0x%llx)",
+			    i, d->flag, d->spec, (unsigned long long)d->dev.driver_features,
+			    (unsigned long long)slot->dev.device_features);
 		if (slot->cfg->transport == TRANSPORT_MMIO)
 			virtio_mmio_restore(&slot->mmio, &d->dev, &d->mmio);
 		else
 			virtio_pci_restore(slot->pci, &d->dev, &d->pci);
+		if (apply_model(slot, st, i, err, errlen))
+			return -1;
 	}
 	for (int c = 0; c < 3; c++) {
 		struct kvm_irqchip chip = st->irqchip[c];
@@ -290,6 +367,8 @@ int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, si
 			if (dev->vqs[q].avail && !dev->broken)
 				dev->transport->signal_queue(dev, q);
 	}
+	if (nr_devs)
+		resignal_models(vm);
 	return 0;
 }
 
@@ -313,6 +392,62 @@ static bool disk_size_differs(const struct snapshot_device *d, char *err, size_t
 	return false;
 }
 
+static bool is_backend_key(const char *key)
+{
+	return !strcmp(key, "tap") || !strcmp(key, "user") || !strcmp(key, "hostfwd");
+}
+
+/* Append "key[=value]" to out (a comma first unless empty); false when it does not fit. */
+static bool append_option(char *out, size_t len, const struct option_kv *kv)
+{
+	size_t at = strlen(out);
+	int n = snprintf(out + at, len - at, "%s%s%s%s", at ? "," : "", kv->key,
+			 kv->has_value ? "=" : "", kv->has_value ? kv->value : "");
+	return n >= 0 && (size_t)n < len - at;
+}
+
+/* --net-backend: d's saved backend options (tap=, user, hostfwd=) replaced by backend's, the
+ * rest (mac=, tx=, offload=, transport=) kept; written back into d->spec, so a snapshot of
+ * the restored VM names the new backend. */
+static int override_backend(struct snapshot_device *d, const char *backend, char *err,
+			    size_t errlen)
+{
+	struct option_list saved, given;
+	char spec[SNAPSHOT_SPEC_MAX] = "";
+	if (strcmp(d->flag, "net"))
+		return snapshot_fail(err, errlen,
+				     "--net-backend: the device is a --%s, not a --net", d->flag);
+	if (options_split(backend, "--net-backend", &given, err, errlen) ||
+	    options_split(d->spec, "--net", &saved, err, errlen))
+		return -1;
+	for (int i = 0; i < given.n; i++)
+		if (!is_backend_key(given.kv[i].key))
+			return snapshot_fail(
+			    err, errlen,
+			    "--net-backend: '%s' is not a backend option (tap=NAME, "
+			    "user, hostfwd=)",
+			    given.kv[i].key);
+	for (int i = 0; i < saved.n; i++)
+		if (!is_backend_key(saved.kv[i].key) &&
+		    !append_option(spec, sizeof(spec), &saved.kv[i]))
+			return snapshot_fail(err, errlen,
+					     "--net-backend: the options get too long");
+	for (int i = 0; i < given.n; i++)
+		if (!append_option(spec, sizeof(spec), &given.kv[i]))
+			return snapshot_fail(err, errlen,
+					     "--net-backend: the options get too long");
+	memcpy(d->spec, spec, sizeof(spec));
+	return 0;
+}
+
+/* Nothing of a refused restore stays open (the caller logged why). */
+static struct snapshot_state *refuse(struct vm_config *cfg, struct snapshot_state *st)
+{
+	close(cfg->memory_fd);
+	snapshot_state_free(st);
+	return NULL;
+}
+
 struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
 {
 	struct snapshot_state *st;
@@ -323,32 +458,37 @@ struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
 	}
 	cfg->memory_bytes = st->config.memory_bytes;
 	cfg->nr_cpus = (int)st->config.nr_cpus;
+	for (uint32_t i = st->config.nr_devices; i < MAX_DEVICES; i++)
+		if (cfg->net_backend[i]) {
+			log_error("cannot restore: --net-backend %u: the snapshot has %u devices",
+				  i, st->config.nr_devices);
+			return refuse(cfg, st);
+		}
 	/* The devices as the command line gave them, in the same order: same windows, slots. */
 	for (uint32_t i = 0; i < st->config.nr_devices; i++) {
-		const struct snapshot_device *d = &st->devices[i];
-		if (strcmp(d->flag, "rng") && strcmp(d->flag, "disk")) {
+		struct snapshot_device *d = &st->devices[i];
+		if (!flag_supported(d->flag)) {
 			/* Only what snapshot_save writes: a crafted file gets no other kind. */
 			log_error(
 			    "cannot restore: device %u: --%s devices are not restored by this "
 			    "version",
 			    i, d->flag);
-			close(cfg->memory_fd);
-			free(st);
-			return NULL;
+			return refuse(cfg, st);
+		}
+		if (cfg->net_backend[i] &&
+		    override_backend(d, cfg->net_backend[i], err, sizeof(err))) {
+			log_error("cannot restore: device %u: %s", i, err);
+			return refuse(cfg, st);
 		}
 		if (cli_add_device(cfg, d->flag, d->spec, err, sizeof(err)) ||
 		    cfg->devices[i].transport != (enum virtio_transport_kind)d->transport) {
 			log_error("cannot restore: device %u (--%s %s): %s", i, d->flag, d->spec,
 				  cfg->nr_devices > (int)i ? "transport differs" : err);
-			close(cfg->memory_fd);
-			free(st);
-			return NULL;
+			return refuse(cfg, st);
 		}
 		if (disk_size_differs(d, err, sizeof(err))) {
 			log_error("cannot restore: device %u: %s", i, err);
-			close(cfg->memory_fd);
-			free(st);
-			return NULL;
+			return refuse(cfg, st);
 		}
 	}
 	return st;

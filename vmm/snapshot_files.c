@@ -199,6 +199,12 @@ int snapshot_write_files(const int fds[SNAPSHOT_NR_FILES], const struct snapshot
 	uint8_t *state = snapshot_state_write(st, &state_len);
 	if (!state)
 		return snapshot_fail(err, errlen, "out of memory");
+	if (state_len > STATE_MAX) { /* balloon maps of a huge guest: no restore would read it */
+		free(state);
+		return snapshot_fail(err, errlen,
+				     "snapshot: the state is %zu bytes, a restore reads at most %u",
+				     state_len, STATE_MAX);
+	}
 	uint32_t state_crc = crc32_update(0, state, state_len);
 	int rc =
 	    write_whole(fds[SNAPSHOT_FILE_STATE], SNAPSHOT_STATE, state, state_len, err, errlen);
@@ -372,18 +378,18 @@ int snapshot_open_dir(const char *dir, struct snapshot_state **st, int *memory_f
 	char why[200] = "out of memory";
 	if (!*st || snapshot_state_parse(state, len, *st, why, sizeof(why))) {
 		free(state);
-		free(*st);
+		snapshot_state_free(*st);
 		*st = NULL;
 		return snapshot_fail(err, errlen, "%s: %s", path, why);
 	}
 	free(state);
 	if ((*st)->config.memory_bytes != h.memory_bytes) {
-		free(*st);
+		snapshot_state_free(*st);
 		*st = NULL;
 		return snapshot_fail(err, errlen, "%s: memory size differs from the header", path);
 	}
 	if (open_memory(dir, &h, memory_fd, err, errlen)) {
-		free(*st);
+		snapshot_state_free(*st);
 		*st = NULL;
 		return -1;
 	}

@@ -11,7 +11,8 @@
 /* Tags a vCPU must have, and the global ones (besides the config). */
 static const uint32_t vcpu_required[] = {SNAP_REGS,  SNAP_SREGS,  SNAP_XSAVE,	 SNAP_MSRS,
 					 SNAP_LAPIC, SNAP_EVENTS, SNAP_MP_STATE, SNAP_DEBUGREGS};
-#define NR_VCPU_TAGS 9 /* SNAP_REGS..SNAP_DEBUGREGS */
+#define NR_VCPU_TAGS   9 /* SNAP_REGS..SNAP_DEBUGREGS */
+#define NR_DEVICE_TAGS 4 /* SNAP_DEVICE..SNAP_NET */
 
 struct writer {
 	uint8_t *buf;
@@ -56,8 +57,16 @@ uint8_t *snapshot_state_write(const struct snapshot_state *st, size_t *len)
 		record(&w, SNAP_IRQCHIP, i, &st->irqchip[i], sizeof(st->irqchip[i]));
 	record(&w, SNAP_PIT, 0, &st->pit, sizeof(st->pit));
 	record(&w, SNAP_SERIAL, 0, &st->serial, sizeof(st->serial));
-	for (uint32_t i = 0; i < st->config.nr_devices && i < MAX_DEVICES; i++)
+	uint64_t map_bytes = virtio_balloon_map_bytes(st->config.memory_bytes);
+	for (uint32_t i = 0; i < st->config.nr_devices && i < MAX_DEVICES; i++) {
 		record(&w, SNAP_DEVICE, i, &st->devices[i], sizeof(st->devices[i]));
+		if (st->balloon_map[i]) {
+			record(&w, SNAP_BALLOON, i, &st->balloons[i], sizeof(st->balloons[i]));
+			record(&w, SNAP_BALLOON_PAGES, i, st->balloon_map[i], map_bytes);
+		}
+		if (!strcmp(st->devices[i].flag, "net"))
+			record(&w, SNAP_NET, i, &st->nets[i], sizeof(st->nets[i]));
+	}
 	for (uint32_t i = 0; i < st->config.nr_cpus && i < MAX_VCPUS; i++) {
 		const struct snapshot_vcpu *v = &st->vcpus[i];
 		record(&w, SNAP_REGS, i, &v->regs, sizeof(v->regs));
@@ -77,6 +86,22 @@ uint8_t *snapshot_state_write(const struct snapshot_state *st, size_t *len)
 	}
 	*len = w.len;
 	return w.buf;
+}
+
+void snapshot_state_free_maps(struct snapshot_state *st)
+{
+	for (int i = 0; i < MAX_DEVICES; i++) {
+		free(st->balloon_map[i]);
+		st->balloon_map[i] = NULL;
+	}
+}
+
+void snapshot_state_free(struct snapshot_state *st)
+{
+	if (!st)
+		return;
+	snapshot_state_free_maps(st);
+	free(st);
 }
 
 int snapshot_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -108,6 +133,13 @@ static void *target(struct snapshot_state *st, uint32_t tag, uint32_t index, siz
 		T(st->serial);
 	case SNAP_DEVICE:
 		T(st->devices[index < MAX_DEVICES ? index : 0]);
+	case SNAP_BALLOON:
+		T(st->balloons[index < MAX_DEVICES ? index : 0]);
+	case SNAP_NET:
+		T(st->nets[index < MAX_DEVICES ? index : 0]);
+	case SNAP_BALLOON_PAGES:
+		*size = 0; /* its length depends on the RAM: checked by the caller */
+		return &st->balloon_map[index < MAX_DEVICES ? index : 0];
 	case SNAP_REGS:
 		T(v->regs);
 	case SNAP_SREGS:
@@ -147,15 +179,85 @@ static int check_config(const struct snapshot_config *c, char *err, size_t errle
 	return 0;
 }
 
+static bool is_device_tag(uint32_t tag)
+{
+	return tag >= SNAP_DEVICE && tag <= SNAP_NET;
+}
+
+/* A balloon's state against the machine's: what no device could have held is refused. */
+static int check_balloon(const struct snapshot_state *st, uint32_t i, char *err, size_t errlen)
+{
+	const struct virtio_balloon_state *b = &st->balloons[i];
+	const struct virtio_queue_state *stats_q = &st->devices[i].dev.q[2];
+	if (b->num_pages > st->config.memory_bytes / BALLOON_PAGE_SIZE)
+		return snapshot_fail(err, errlen, "device %u: balloon target %u pages beyond RAM",
+				     i, b->num_pages);
+	if (b->stats_held > 1 || b->stats_valid >> BALLOON_NR_STATS)
+		return snapshot_fail(err, errlen, "device %u: balloon statistics out of range", i);
+	if (b->stats_held && (!stats_q->ready || b->stats_head >= stats_q->size))
+		return snapshot_fail(err, errlen,
+				     "device %u: balloon holds statistics buffer %u outside its "
+				     "queue",
+				     i, b->stats_head);
+	return 0;
+}
+
+/* A net device's state: a link status and MAC a device can have. */
+static int check_net(const struct snapshot_state *st, uint32_t i, char *err, size_t errlen)
+{
+	const struct virtio_net_state *n = &st->nets[i];
+	if (n->status > 1) /* VIRTIO_NET_S_LINK_UP or nothing */
+		return snapshot_fail(err, errlen, "device %u: net link status 0x%x", i, n->status);
+	if (n->mac[0] & 1)
+		return snapshot_fail(err, errlen, "device %u: net MAC is a multicast address", i);
+	return 0;
+}
+
+/* Which kind a device record belongs to. */
+static const char *tag_kind(uint32_t tag)
+{
+	return tag == SNAP_NET ? "net" : "balloon";
+}
+
+/* Device records in their place: a balloon has its state and map, a net device its state, no
+ * other kind has them. */
+static int check_device_records(const struct snapshot_state *st, uint32_t i,
+				const bool seen[][MAX_DEVICES], char *err, size_t errlen)
+{
+	const char *flag = st->devices[i].flag;
+	for (uint32_t tag = SNAP_BALLOON; tag <= SNAP_NET; tag++) {
+		bool want = !strcmp(flag, tag_kind(tag));
+		if (seen[tag - SNAP_DEVICE][i] != want)
+			return snapshot_fail(err, errlen, "device %u: record %u %s", i, tag,
+					     want ? "is missing" : "for another kind of device");
+	}
+	if (!strcmp(flag, "balloon"))
+		return check_balloon(st, i, err, errlen);
+	return !strcmp(flag, "net") ? check_net(st, i, err, errlen) : 0;
+}
+
+static int parse_records(const uint8_t *buf, size_t len, struct snapshot_state *st, char *err,
+			 size_t errlen);
+
 int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *st, char *err,
 			 size_t errlen)
 {
 	memset(st, 0, sizeof(*st));
+	if (parse_records(buf, len, st, err, errlen)) {
+		snapshot_state_free_maps(st);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_records(const uint8_t *buf, size_t len, struct snapshot_state *st, char *err,
+			 size_t errlen)
+{
 	if (len < MAGIC_LEN || memcmp(buf, SNAPSHOT_STATE_MAGIC, MAGIC_LEN))
 		return snapshot_fail(err, errlen, "not a minivmm state file (bad magic)");
 	/* Which records were seen: globals by tag, per-vCPU ones by (vCPU, tag). */
 	bool seen_global[8] = {false}, seen_chip[NR_CHIPS] = {false},
-	     seen_dev[MAX_DEVICES] = {false};
+	     seen_dev[NR_DEVICE_TAGS][MAX_DEVICES] = {{false}};
 	static _Thread_local bool seen_vcpu[MAX_VCPUS][NR_VCPU_TAGS];
 	memset(seen_vcpu, 0, sizeof(seen_vcpu));
 	size_t off = MAGIC_LEN;
@@ -193,11 +295,11 @@ int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *
 				return snapshot_fail(err, errlen, "record %u for vCPU %u of %u",
 						     tag, index, st->config.nr_cpus);
 			seen = &seen_vcpu[index][tag - SNAP_REGS];
-		} else if (tag == SNAP_DEVICE) {
+		} else if (is_device_tag(tag)) {
 			if (index >= st->config.nr_devices)
 				return snapshot_fail(err, errlen, "device %u of %u", index,
 						     st->config.nr_devices);
-			seen = &seen_dev[index];
+			seen = &seen_dev[tag - SNAP_DEVICE][index];
 		} else if (tag == SNAP_IRQCHIP) {
 			if (index >= NR_CHIPS)
 				return snapshot_fail(err, errlen, "irqchip %u (expected 0 to 2)",
@@ -222,6 +324,17 @@ int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *
 			memcpy(dst, payload, size);
 			continue;
 		}
+		if (tag == SNAP_BALLOON_PAGES) {
+			uint8_t **map = dst;
+			if (size != virtio_balloon_map_bytes(st->config.memory_bytes))
+				return snapshot_fail(err, errlen,
+						     "device %u: balloon page map of %u bytes",
+						     index, size);
+			if (!(*map = malloc(size ? size : 1)))
+				return snapshot_fail(err, errlen, "out of memory");
+			memcpy(*map, payload, size);
+			continue;
+		}
 		if (size != want)
 			return snapshot_fail(err, errlen, "record %u is %u bytes, expected %zu",
 					     tag, size, want);
@@ -244,12 +357,14 @@ int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *
 			return snapshot_fail(err, errlen, "irqchip %d is missing", i);
 	for (uint32_t i = 0; i < st->config.nr_devices; i++) {
 		const struct snapshot_device *d = &st->devices[i];
-		if (!seen_dev[i])
+		if (!seen_dev[0][i])
 			return snapshot_fail(err, errlen, "device %u is missing", i);
 		if (!memchr(d->flag, 0, sizeof(d->flag)) || !memchr(d->spec, 0, sizeof(d->spec)) ||
 		    d->transport > TRANSPORT_MMIO)
 			return snapshot_fail(err, errlen,
 					     "device %u: bad kind, options or transport", i);
+		if (check_device_records(st, i, seen_dev, err, errlen))
+			return -1;
 	}
 	for (uint32_t v = 0; v < st->config.nr_cpus; v++)
 		for (size_t i = 0; i < sizeof(vcpu_required) / sizeof(vcpu_required[0]); i++)

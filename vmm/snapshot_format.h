@@ -10,7 +10,9 @@
 
 #include "config.h"
 #include "devices/serial.h"
+#include "devices/virtio/balloon.h"
 #include "devices/virtio/mmio.h"
+#include "devices/virtio/net.h"
 #include "devices/virtio/pci.h"
 #include "devices/virtio/virtio.h"
 
@@ -26,7 +28,10 @@ enum snapshot_tag {
 	SNAP_PIT = 4,	  /* struct kvm_pit_state2 */
 	SNAP_SERIAL = 5,  /* struct serial_state (COM1) */
 	SNAP_DEVICE = 6,  /* struct snapshot_device, index = device (command-line order) */
-	SNAP_REGS = 16,	  /* per vCPU from here on: index = vCPU */
+	SNAP_BALLOON = 7, /* struct virtio_balloon_state, index = a --balloon device */
+	SNAP_BALLOON_PAGES = 8, /* its released-page map, virtio_balloon_map_bytes of RAM */
+	SNAP_NET = 9,		/* struct virtio_net_state, index = a --net device */
+	SNAP_REGS = 16,		/* per vCPU from here on: index = vCPU */
 	SNAP_SREGS = 17,
 	SNAP_XSAVE = 18, /* the 4 KiB legacy KVM_GET_XSAVE area */
 	SNAP_XCRS = 19,	 /* optional */
@@ -80,14 +85,23 @@ struct snapshot_state {
 	struct kvm_pit_state2 pit;
 	struct serial_state serial;
 	struct snapshot_device devices[MAX_DEVICES]; /* config.nr_devices of them */
-	struct snapshot_vcpu vcpus[MAX_VCPUS];	     /* config.nr_cpus of them */
+	/* A --balloon device's own state; its map is malloc'd (NULL: not a balloon). */
+	struct virtio_balloon_state balloons[MAX_DEVICES];
+	uint8_t *balloon_map[MAX_DEVICES];
+	struct virtio_net_state nets[MAX_DEVICES]; /* a --net device's own state */
+	struct snapshot_vcpu vcpus[MAX_VCPUS];	   /* config.nr_cpus of them */
 };
+
+/* Free the maps a state holds (and set them NULL); snapshot_state_free: and the state. */
+void snapshot_state_free_maps(struct snapshot_state *st);
+void snapshot_state_free(struct snapshot_state *st);
 
 /* Serialize st into a malloc'd buffer (*len bytes); NULL when out of memory. */
 uint8_t *snapshot_state_write(const struct snapshot_state *st, size_t *len);
 /* Parse buf strictly: the magic, the config first and in range, every record's length, index
- * and tag known, none twice, every required one present. Returns 0, or -1 with a one-line
- * reason in err (st is then undefined). */
+ * and tag known, none twice, every required one present, device records only for their kind.
+ * Returns 0 (st's maps are then malloc'd: snapshot_state_free_maps), or -1 with a
+ * one-line reason in err (st is then undefined, and holds no maps). */
 int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *st, char *err,
 			 size_t errlen);
 

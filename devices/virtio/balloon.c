@@ -429,6 +429,101 @@ int virtio_balloon_set_target(struct virtio_balloon *b, uint64_t pages, char *er
 	return 0;
 }
 
+void virtio_balloon_save(struct virtio_balloon *b, struct virtio_balloon_state *out, uint8_t *map)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&b->dev->lock);
+	out->stats_held = b->stats_held;
+	out->stats_head = b->stats_held ? b->stats_head : 0;
+	pthread_mutex_unlock(&b->dev->lock);
+	pthread_mutex_lock(&b->lock);
+	out->num_pages = b->num_pages;
+	out->actual = b->actual;
+	out->inflate_pfns = b->info.inflate_pfns;
+	out->deflate_pfns = b->info.deflate_pfns;
+	out->invalid_pfns = b->info.invalid_pfns;
+	out->reported_bytes = b->info.reported_bytes;
+	out->stats_updates = b->info.stats_updates;
+	out->stats_valid = b->info.stats_valid;
+	memcpy(out->stats, b->info.stats, sizeof(out->stats));
+	memcpy(map, b->inflated, (size_t)virtio_balloon_map_bytes(b->mem->ram_size));
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* Released pages in a map: bits past the last page of RAM do not count. */
+static uint64_t map_count(const uint8_t *map, uint64_t pages)
+{
+	uint64_t n = 0;
+	for (uint64_t i = 0; i < pages / 8; i++)
+		n += (uint64_t)__builtin_popcount(map[i]);
+	for (uint64_t p = pages & ~7ULL; p < pages; p++)
+		n += (map[p / 8] >> (p % 8)) & 1;
+	return n;
+}
+
+/* The held statistics buffer must be a descriptor of the live stats queue. dev->lock held. */
+static const char *check_stats_head(struct virtio_balloon *b, const struct virtio_balloon_state *in)
+{
+	const struct virtqueue *vq = &b->dev->vqs[Q_STATS];
+	if (in->stats_held > 1)
+		return "balloon: bad statistics-buffer flag";
+	if (in->stats_held && (!vq->desc || in->stats_head >= vq->size))
+		return "balloon: the held statistics buffer is not in a live queue";
+	return NULL;
+}
+
+int virtio_balloon_restore(struct virtio_balloon *b, const struct virtio_balloon_state *in,
+			   const uint8_t *map, char *err, size_t errlen)
+{
+	struct virtio_dev *dev = b->dev;
+	if (in->num_pages > b->nr_pages || in->stats_valid >> BALLOON_NR_STATS) {
+		snprintf(err, errlen, "balloon: target or statistics out of range");
+		return -1;
+	}
+	pthread_mutex_lock(&dev->lock);
+	const char *bad = check_stats_head(b, in);
+	if (!bad) {
+		b->stats_held = in->stats_held;
+		b->stats_head = in->stats_head;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (bad) {
+		snprintf(err, errlen, "%s", bad);
+		return -1;
+	}
+	pthread_mutex_lock(&b->lock);
+	b->num_pages = in->num_pages;
+	b->actual = in->actual;
+	b->info.target_pages = in->num_pages;
+	b->info.actual_pages = in->actual;
+	b->info.inflate_pfns = in->inflate_pfns;
+	b->info.deflate_pfns = in->deflate_pfns;
+	b->info.invalid_pfns = in->invalid_pfns;
+	b->info.reported_bytes = in->reported_bytes;
+	b->info.stats_updates = in->stats_updates;
+	b->info.stats_valid = in->stats_valid;
+	memcpy(b->info.stats, in->stats, sizeof(b->info.stats));
+	memcpy(b->inflated, map, (size_t)virtio_balloon_map_bytes(b->mem->ram_size));
+	b->info.inflated_pages = map_count(map, b->nr_pages);
+	pthread_mutex_unlock(&b->lock);
+	if (b->stats_held && b->stats_timer_ok)
+		event_timer_arm(&b->stats_timer, STATS_INTERVAL_NS);
+	return 0;
+}
+
+void virtio_balloon_resignal(struct virtio_balloon *b)
+{
+	struct virtio_dev *dev = b->dev;
+	pthread_mutex_lock(&b->lock);
+	bool behind = b->num_pages != b->actual;
+	pthread_mutex_unlock(&b->lock);
+	pthread_mutex_lock(&dev->lock);
+	bool notify = behind && live(dev);
+	pthread_mutex_unlock(&dev->lock);
+	if (notify && dev->transport && dev->transport->signal_config)
+		dev->transport->signal_config(dev);
+}
+
 void virtio_balloon_get_info(struct virtio_balloon *b, struct balloon_info *out)
 {
 	pthread_mutex_lock(&b->lock);

@@ -55,4 +55,36 @@ void virtio_balloon_request_stats(struct virtio_balloon *b);
 /* "swap-in", "free-memory", ...: the name of a statistics tag (NULL past the known ones). */
 const char *virtio_balloon_stat_name(unsigned tag);
 
+/* The balloon's own state, as a snapshot stores it (fixed layout, no padding holes): the
+ * target, the driver's `actual`, the statistics buffer the device holds (stats_head, a
+ * descriptor the driver made available and gets back when fresh numbers are wanted), the
+ * counters. The released pages are a separate map (virtio_balloon_map_bytes), one bit per
+ * 4 KiB page of RAM; their count is the map's. */
+struct virtio_balloon_state {
+	uint32_t num_pages, actual;
+	uint64_t inflate_pfns, deflate_pfns, invalid_pfns, reported_bytes, stats_updates;
+	uint64_t stats[BALLOON_NR_STATS];
+	uint32_t stats_valid;
+	uint16_t stats_head;
+	uint8_t stats_held, pad;
+};
+
+/* Bytes of the released-page map of a guest with ram_bytes of RAM. */
+static inline uint64_t virtio_balloon_map_bytes(uint64_t ram_bytes)
+{
+	return (ram_bytes / BALLOON_PAGE_SIZE + 7) / 8;
+}
+/* Read b's state and its map (virtio_balloon_map_bytes of RAM) while the device is quiet
+ * (vCPUs paused, on the I/O thread). */
+void virtio_balloon_save(struct virtio_balloon *b, struct virtio_balloon_state *out, uint8_t *map);
+/* After the transport's replay has set the queues up again: put the state back and hold the
+ * statistics buffer again (fresh numbers are asked for in due time). Returns 0, or -1 with a
+ * one-line reason in err (a value no device could have had). */
+int virtio_balloon_restore(struct virtio_balloon *b, const struct virtio_balloon_state *in,
+			   const uint8_t *map, char *err, size_t errlen);
+/* Once the interrupt controllers are restored: a configuration-change interrupt when the
+ * target is not reached, in case the one raised before the save was lost (a spurious one is
+ * harmless, a lost one leaves the balloon where it was). */
+void virtio_balloon_resignal(struct virtio_balloon *b);
+
 #endif

@@ -76,7 +76,8 @@ struct virtio_net {
 	uint8_t *rx_buf;
 	ssize_t rx_pending; /* bytes of a frame read from the backend and not yet delivered */
 	bool rx_enabled;
-	bool tx_blocked; /* the backend is full: wait for tx_ready */
+	bool tx_blocked;   /* the backend is full: wait for tx_ready */
+	bool link_changed; /* by a restore: the driver must read the status again */
 	struct bottom_half tx_bh;
 	struct event_timer tx_timer;
 	struct bottom_half rx_bh;
@@ -589,6 +590,74 @@ void virtio_net_stats(const struct virtio_net *n, struct virtio_net_stats *out)
 					 .rx_packets = n->rx_packets,
 					 .rx_bytes = n->rx_bytes,
 					 .rx_dropped = n->rx_dropped};
+}
+
+void virtio_net_quiesce(struct virtio_net *n)
+{
+	struct virtio_dev *dev = n->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (n->rx_pending && live(n) && rx_deliver(n))
+		virtio_dev_notify_used(dev, RX_QUEUE);
+	if (n->rx_pending) {
+		n->rx_dropped++;
+		n->rx_pending = 0;
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void virtio_net_save(struct virtio_net *n, struct virtio_net_state *out)
+{
+	pthread_mutex_lock(&n->dev->lock);
+	*out = (struct virtio_net_state){.status = n->config.status,
+					 .tx_packets = n->tx_packets,
+					 .tx_bytes = n->tx_bytes,
+					 .tx_dropped = n->tx_dropped,
+					 .rx_packets = n->rx_packets,
+					 .rx_bytes = n->rx_bytes,
+					 .rx_dropped = n->rx_dropped};
+	memcpy(out->mac, n->config.mac, 6);
+	pthread_mutex_unlock(&n->dev->lock);
+}
+
+int virtio_net_restore(struct virtio_net *n, const struct virtio_net_state *in, char *err,
+		       size_t errlen)
+{
+	if (in->status & ~VIRTIO_NET_S_LINK_UP) {
+		snprintf(err, errlen, "net: link status 0x%x out of range", in->status);
+		return -1;
+	}
+	if (in->mac[0] & 1) { /* multicast: never a NIC's own (--net mac= refuses it too) */
+		snprintf(err, errlen, "net: the saved MAC is a multicast address");
+		return -1;
+	}
+	struct virtio_dev *dev = n->dev;
+	pthread_mutex_lock(&dev->lock);
+	memcpy(n->config.mac, in->mac, 6);
+	n->tx_packets = in->tx_packets;
+	n->tx_bytes = in->tx_bytes;
+	n->tx_dropped = in->tx_dropped;
+	n->rx_packets = in->rx_packets;
+	n->rx_bytes = in->rx_bytes;
+	n->rx_dropped = in->rx_dropped;
+	n->link_changed = in->status != n->config.status;
+	if (n->link_changed)
+		dev->config_generation++;
+	pthread_mutex_unlock(&dev->lock);
+	/* Saved between a kick and its transmit pass, the driver was told not to kick (and the
+	 * ring may be empty, so nothing else runs a pass): one pass turns kicks back on. */
+	bottom_half_schedule(n->loop, &n->tx_bh);
+	return 0;
+}
+
+void virtio_net_resignal(struct virtio_net *n)
+{
+	struct virtio_dev *dev = n->dev;
+	pthread_mutex_lock(&dev->lock);
+	bool notify = n->link_changed && live(n);
+	n->link_changed = false;
+	pthread_mutex_unlock(&dev->lock);
+	if (notify && dev->transport && dev->transport->signal_config)
+		dev->transport->signal_config(dev);
 }
 
 void virtio_net_destroy(struct virtio_net *n)

@@ -55,4 +55,30 @@ struct virtio_net_stats {
 };
 void virtio_net_stats(const struct virtio_net *n, struct virtio_net_stats *out);
 
+/* The device's own state, as a snapshot stores it (fixed layout, no padding holes): the MAC the
+ * driver read, the link status it was told, the counters. Features, offloads and queues are the
+ * generic virtio state; the backend is opened again from the options. */
+struct virtio_net_state {
+	uint8_t mac[6];
+	uint16_t status;
+	uint64_t tx_packets, tx_bytes, tx_dropped, rx_packets, rx_bytes, rx_dropped;
+};
+
+/* Before a snapshot (vCPUs paused, on the I/O thread): no chain is ever held between calls
+ * (a frame the backend refused stays in the ring), but a frame read from the backend and not
+ * yet delivered is: it goes to the guest if it has buffers, else it is dropped (counted), as
+ * a full ring would. Raises the interrupt for what was delivered. */
+void virtio_net_quiesce(struct virtio_net *n);
+void virtio_net_save(struct virtio_net *n, struct virtio_net_state *out);
+/* After the transport's replay: the saved MAC and counters, and a transmit pass scheduled
+ * (it turns the driver's kicks back on if the save came between a kick and its pass). The new
+ * backend's link is up: a device saved with the link down raises a configuration interrupt at
+ * virtio_net_resignal.
+ * Returns 0, or -1 with a one-line reason in err (a status or MAC no device could have had). */
+int virtio_net_restore(struct virtio_net *n, const struct virtio_net_state *in, char *err,
+		       size_t errlen);
+/* Once the interrupt controllers are restored: the configuration interrupt when the link
+ * status changed across the restore. */
+void virtio_net_resignal(struct virtio_net *n);
+
 #endif

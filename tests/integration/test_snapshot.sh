@@ -7,8 +7,7 @@
 # and passes. On a PVM host the restored vCPUs still run natively (cs RPL 3, the APs' count rate).
 # Refusals, each one line and exit status 2: a missing directory, a directory that is not a
 # snapshot, another format version, a flipped byte in the state, a truncated memory file, a disk image of another size;
-# machine flags with --restore. A snapshot with a device kind not saved yet (a balloon) is
-# refused by the socket.
+# machine flags with --restore. (--balloon and --net: test_snapshot_devices.sh.)
 source "$(dirname "$0")/lib.sh"
 need_kvm
 
@@ -100,16 +99,4 @@ bad paused-alone '--paused is for --restore only' --kernel "$FW/probe.elf" --pau
 truncate -s 32M "$disk"
 bad disk-size 'the image has 65536 sectors, the snapshot 32768' --restore "$snap"
 
-# A device this version cannot save: the socket refuses, the VM runs on.
-run_vmm_bg dev --kernel "$FW/probe.elf" --balloon --api-sock "$TEST_TMP/dev.sock" \
-	--cmdline "test=counter counter.ms=100"
-wait_line dev out '^probe: counter=1 '
-rc=0; out=$("$MINIVMM" ctl --sock "$TEST_TMP/dev.sock" snapshot "$TEST_TMP/dev-snap") || rc=$?
-[ $rc = 1 ] && grep -q '"error":"snapshot: --balloon devices cannot be saved yet' <<<"$out" ||
-	fail "snapshot with a balloon: rc $rc, $out"
-[ -e "$TEST_TMP/dev-snap" ] && fail "a refused snapshot left a directory"
-n=$(counters dev.out | wc -w)
-wait_line dev out "^probe: counter=$((n + 2)) "
-"$MINIVMM" ctl --sock "$TEST_TMP/dev.sock" shutdown >/dev/null
-wait_vmm dev 30
 echo "PASS"

@@ -447,6 +447,83 @@ sc_snapshot() {
 	[ ! -f $W/.failed ]
 }
 
+# probe_bg NAME ARGS...: minivmm (ARGS: --kernel or --restore and the rest) in the background,
+# console in $W/NAME.out, exit status in $W/NAME.rc once it ends (BG_JOB).
+probe_bg() {
+	local name=$1
+	shift
+	(
+		rc=0
+		timeout -s KILL 150 minivmm "$@" </dev/null >"$W/$name.out" 2>"$W/$name.err" || rc=$?
+		echo $rc >"$W/$name.rc"
+	) &
+	BG_JOB=$!
+}
+
+# save_and_kill NAME SOCK DIR: snapshot the background VM into DIR, then kill it.
+save_and_kill() {
+	minivmm ctl --sock "$2" snapshot "$3" >"$W/$1.ctl" 2>&1 || { fail "$1: snapshot: $(cat "$W/$1.ctl")"; return 1; }
+	kill -KILL "$(pidof minivmm)"
+	wait $BG_JOB
+}
+
+# json_num FILE KEY: the first integer value of KEY in a status answer.
+json_num() { sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" "$1"; }
+
+# Snapshot and restore (issue 21) of --balloon and --net devices, on TRANSPORT. Balloon: the
+# probe follows the target (test=balloon); inflated to 8 MiB, saved, killed, restored: the
+# restored device reports the saved target and released pages, balloon-set 16 inflates the
+# restored guest's balloon, balloon-set 0 deflates it and the probe passes. Net: the probe
+# answers ping (test=serve) on a tap; saved, killed, restored, it answers again: over mmio on
+# the same tap, over pci on another tap (mvt0 deleted, mvt1 with its address and MAC) given
+# with --net-backend 0:tap=mvt1.
+snapshot_devices() {
+	local t=$1 i=0
+	probe_bg b-$t --kernel /probe/probe.elf --memory 64M --balloon,transport=$t \
+		--api-sock $W/b-$t.sock --cmdline "test=balloon balloon.touch_mib=16 balloon.timeout=140"
+	wait_out b-$t '^probe: balloon ready' 60 || return 1
+	minivmm ctl --sock $W/b-$t.sock balloon-set 8 >$W/b.ctl || fail "b-$t: balloon-set 8"
+	wait_out b-$t '^probe: balloon actual_pages=2048' 60 || return 1
+	save_and_kill b-$t $W/b-$t.sock $W/snap-b-$t || return 1
+	probe_bg rb-$t --restore $W/snap-b-$t --api-sock $W/rb-$t.sock
+	while ! grep -q 'restored' $W/rb-$t.err 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	minivmm ctl --sock $W/rb-$t.sock status >$W/rb.status 2>&1
+	[ "$(json_num $W/rb.status target_pages)" = 2048 ] && [ "$(json_num $W/rb.status released_pages)" = 2048 ] ||
+		fail "rb-$t: the balloon's saved state is not back: $(cat $W/rb.status)"
+	minivmm ctl --sock $W/rb-$t.sock balloon-set 16 >$W/rb.ctl || fail "rb-$t: balloon-set 16"
+	wait_out rb-$t '^probe: balloon actual_pages=4096' 60 || return 1
+	minivmm ctl --sock $W/rb-$t.sock balloon-set 0 >>$W/rb.ctl || fail "rb-$t: balloon-set 0"
+	wait $BG_JOB
+	expect_status rb-$t 0 && expect_out rb-$t '^probe: balloon deflated ok' && expect_out rb-$t '^probe: PASS' || return 1
+	! grep -q 'minivmm probe v1' $W/rb-$t.out || fail "rb-$t: the restored guest booted again"
+
+	taps mvt0 || return 1
+	probe_bg n-$t --kernel /probe/probe.elf --net tap=mvt0,transport=$t --api-sock $W/n-$t.sock \
+		--cmdline "test=serve net.ip=10.0.2.15/24 net.peer=10.0.2.1"
+	wait_out n-$t '^probe: serve ready' 60 || return 1
+	ping -c 3 -W 2 10.0.2.15 >$W/n-$t.ping 2>&1 || fail "n-$t: no ping answer: $(cat $W/n-$t.ping)"
+	save_and_kill n-$t $W/n-$t.sock $W/snap-n-$t || return 1
+	local backend=""
+	if [ $t = pci ]; then
+		local mac=$(cat /sys/class/net/mvt0/address)
+		untaps mvt0
+		taps mvt1 || return 1
+		ip link set dev mvt1 address "$mac" || fail "cannot give mvt1 the MAC $mac"
+		backend="--net-backend 0:tap=mvt1"
+	fi
+	probe_bg rn-$t --restore $W/snap-n-$t $backend --api-sock $W/rn-$t.sock
+	i=0
+	while ! grep -q 'restored' $W/rn-$t.err 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	ping -c 3 -W 2 10.0.2.15 >$W/rn-$t.ping 2>&1 || fail "rn-$t: no ping answer after the restore: $(cat $W/rn-$t.ping)"
+	minivmm ctl --sock $W/rn-$t.sock shutdown >$W/rn.ctl 2>&1 || fail "rn-$t: shutdown"
+	wait $BG_JOB
+	expect_status rn-$t 0
+	! grep -q 'minivmm probe v1' $W/rn-$t.out || fail "rn-$t: the restored guest booted again"
+	untaps mvt0 mvt1
+	[ ! -f $W/.failed ]
+}
+sc_snapshot_devices() { snapshot_devices mmio && snapshot_devices pci; }
+
 # The start-up floor's four-instruction guest (examples/tiny-guest.S) under minivmm --timing and
 # under examples/startup-floor: its byte out, its exit value, a complete timing line each.
 sc_startup() {
@@ -581,7 +658,7 @@ sc_probe_tcp() {
 	untaps mvt0
 }
 
-ALL_SCENARIOS="console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe startup snapshot probe_tcp"
+ALL_SCENARIOS="console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe startup snapshot snapshot_devices probe_tcp"
 
 # run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
 # VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.

@@ -277,3 +277,108 @@ Test(balloon, statistics_beyond_64_entries_are_ignored)
 	cr_assert_eq(bi.stats_updates, 1);
 	cr_assert_eq(bi.stats[4], first, "entry 70 must not be read");
 }
+
+/* ---- snapshot and restore (vmm/snapshot.c): the balloon's own state ---- */
+
+static struct virtio_balloon_state saved;
+static struct virtio_dev_state saved_dev;
+static uint8_t saved_map[RAM_SIZE / 4096 / 8];
+
+/* A new process's balloon: created afresh, the driver's set-up replayed, the rings' indices
+ * put back, then the balloon's state; 0 or -1 (err set). */
+static int restore_into_new_device(char *err, size_t errlen)
+{
+	event_loop_run_once(&loop, 0); /* nothing of the old device left queued */
+	virtio_balloon_destroy(b);
+	memset(&dev, 0, sizeof(dev));
+	struct balloon_options o = {.deflate_on_oom = true};
+	b = virtio_balloon_create(&dev, &mem, &loop, "balloon0", &o);
+	cr_assert_not_null(b);
+	dev.transport = &transport;
+	virtio_dev_set_status(&dev, driver_setup());
+	virtio_dev_restore_rings(&dev, &saved_dev);
+	config_irqs = 0;
+	return virtio_balloon_restore(b, &saved, saved_map, err, errlen);
+}
+
+static void save_now(void)
+{
+	virtio_dev_save(&dev, &saved_dev);
+	virtio_balloon_save(b, &saved, saved_map);
+}
+
+Test(balloon, snapshot_keeps_target_stats_buffer_and_released_pages)
+{
+	char err[160];
+	const uint32_t in[] = {0x100, 0x101, 0x102};
+	pfns(0, in, 3);
+	post(0, 0, sizeof(in));
+	uint8_t stat[10] = {4};
+	memcpy(ram + BUF_GPA + 512, stat, sizeof(stat));
+	post(2, 512, sizeof(stat));
+	cr_assert_eq(virtio_balloon_set_target(b, 700, err, sizeof(err)), 0);
+	uint32_t actual = 3;
+	dev.ops->write_config(&dev, 4, (const uint8_t *)&actual, 4);
+	save_now();
+	cr_assert_eq(saved.stats_held, 1);
+	cr_assert_eq(restore_into_new_device(err, sizeof(err)), 0, "%s", err);
+	struct balloon_info bi;
+	virtio_balloon_get_info(b, &bi);
+	cr_assert_eq(bi.target_pages, 700);
+	cr_assert_eq(bi.actual_pages, 3);
+	cr_assert_eq(bi.inflated_pages, 3, "the released pages are counted from the map");
+	cr_assert_eq(bi.inflate_pfns, 3);
+	cr_assert_eq(bi.stats_updates, 1);
+	uint32_t v = 0;
+	dev.ops->read_config(&dev, 0, (uint8_t *)&v, 4);
+	cr_assert_eq(v, 700, "the driver reads the saved target");
+	/* The target is not reached: the configuration interrupt is raised again. */
+	virtio_balloon_resignal(b);
+	cr_assert_eq(config_irqs, 1);
+	/* The held statistics buffer goes back to the driver when fresh numbers are wanted. */
+	virtio_balloon_request_stats(b);
+	cr_assert_eq(used_idx(2), 1, "the stats buffer held before the snapshot is lost");
+	/* Deflating a page released before the snapshot is counted against it. */
+	const uint32_t out[] = {0x101};
+	pfns(64, out, 1);
+	post(1, 64, sizeof(out));
+	virtio_balloon_get_info(b, &bi);
+	cr_assert_eq(bi.inflated_pages, 2);
+	/* A new target after the restore reaches the driver. */
+	cr_assert_eq(virtio_balloon_set_target(b, 10, err, sizeof(err)), 0);
+	cr_assert_eq(config_irqs, 2);
+	cr_assert(!dev.broken);
+}
+
+Test(balloon, snapshot_reached_target_raises_nothing)
+{
+	char err[160];
+	save_now();
+	cr_assert_eq(restore_into_new_device(err, sizeof(err)), 0, "%s", err);
+	virtio_balloon_resignal(b);
+	cr_assert_eq(config_irqs, 0);
+}
+
+Test(balloon, restore_refuses_state_no_device_had)
+{
+	char err[160];
+	uint8_t stat[10] = {4};
+	memcpy(ram + BUF_GPA, stat, sizeof(stat));
+	post(2, 0, sizeof(stat));
+	save_now();
+	saved.stats_head = QSIZE;
+	cr_assert_eq(restore_into_new_device(err, sizeof(err)), -1);
+	cr_assert(strstr(err, "statistics buffer is not in a live queue"), "%s", err);
+	save_now();
+	saved.stats_held = 2;
+	cr_assert_eq(restore_into_new_device(err, sizeof(err)), -1);
+	cr_assert(strstr(err, "statistics-buffer flag"), "%s", err);
+	save_now();
+	saved.num_pages = RAM_SIZE / 4096 + 1;
+	cr_assert_eq(restore_into_new_device(err, sizeof(err)), -1);
+	cr_assert(strstr(err, "target or statistics out of range"), "%s", err);
+	save_now();
+	saved.stats_valid = 1u << BALLOON_NR_STATS;
+	cr_assert_eq(restore_into_new_device(err, sizeof(err)), -1);
+	cr_assert(strstr(err, "target or statistics out of range"), "%s", err);
+}

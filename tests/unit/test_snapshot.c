@@ -16,9 +16,11 @@
 #include "log_capture.h"
 #include "vmm/cli.h"
 #include "vmm/device_registry.h"
+#include "vmm/kinds/kinds.h"
 #include "vmm/snapshot.h"
 #include "vmm/snapshot_files.h"
 #include "vmm/snapshot_format.h"
+#include "vmm/virtio_devices.h"
 #include "vmm/base/crc32.h"
 
 #define MEM (16ULL << 20)
@@ -78,8 +80,8 @@ static void teardown(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	cr_assert_eq(system(cmd), 0);
 	free(ram);
-	free(st);
-	free(back);
+	snapshot_state_free(st);
+	snapshot_state_free(back);
 }
 
 static void write_snapshot(void)
@@ -95,7 +97,7 @@ static void write_snapshot(void)
 static int load(void)
 {
 	int fd = -1;
-	free(back);
+	snapshot_state_free(back);
 	back = NULL;
 	err[0] = '\0';
 	int rc = snapshot_open_dir(dir, &back, &fd, err, sizeof(err));
@@ -380,7 +382,9 @@ static int parse(void)
 {
 	static struct snapshot_state out;
 	err[0] = '\0';
-	return snapshot_state_parse(buf, len, &out, err, sizeof(err));
+	int rc = snapshot_state_parse(buf, len, &out, err, sizeof(err));
+	snapshot_state_free_maps(&out);
+	return rc;
 }
 
 /* The offset of the first record with this tag and index. */
@@ -528,6 +532,140 @@ Test(snapshot_state, device_records)
 	st->devices[1].transport = 2;
 	serialize();
 	expect_parse_refused("device 1: bad kind, options or transport");
+	free(buf);
+	buf = NULL;
+}
+
+/* A balloon device as the save writes it: its flag, the stats queue live, a map. */
+static void add_balloon(uint32_t i)
+{
+	st->config.nr_devices = i + 1;
+	struct snapshot_device *d = &st->devices[i];
+	snprintf(d->flag, sizeof(d->flag), "balloon");
+	d->transport = TRANSPORT_PCI;
+	d->dev.q[2] = (struct virtio_queue_state){.desc = 0x3000, .size = 256, .ready = 1};
+	st->balloons[i] = (struct virtio_balloon_state){
+	    .num_pages = 1000, .actual = 900, .stats_held = 1, .stats_head = 255, .stats_valid = 3};
+	st->balloon_map[i] = calloc(1, virtio_balloon_map_bytes(MEM));
+	cr_assert_not_null(st->balloon_map[i]);
+	st->balloon_map[i][7] = 0x81;
+}
+
+Test(snapshot_state, balloon_records)
+{
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
+	add_balloon(1);
+	serialize();
+	static struct snapshot_state out;
+	cr_assert_eq(snapshot_state_parse(buf, len, &out, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memcmp(&out.balloons[1], &st->balloons[1], sizeof(st->balloons[1])), 0);
+	cr_assert_not_null(out.balloon_map[1]);
+	cr_assert_null(out.balloon_map[0], "an rng got a map");
+	cr_assert_eq(memcmp(out.balloon_map[1], st->balloon_map[1], virtio_balloon_map_bytes(MEM)),
+		     0);
+	snapshot_state_free_maps(&out);
+	/* A balloon's records on another device, or missing. */
+	size_t off = find_record(SNAP_BALLOON, 1);
+	memcpy(buf + off + 4, &(uint32_t){0}, 4);
+	expect_parse_refused("device 0: record 7 for another kind of device");
+	serialize();
+	off = find_record(SNAP_BALLOON_PAGES, 1);
+	memcpy(buf + off, &(uint32_t){SNAP_BALLOON}, 4);
+	expect_parse_refused("appears twice");
+	/* A map whose size is not the RAM's. */
+	serialize();
+	off = find_record(SNAP_BALLOON_PAGES, 1);
+	uint32_t size = (uint32_t)virtio_balloon_map_bytes(MEM) - 1;
+	memcpy(buf + off + 8, &size, 4);
+	expect_parse_refused("balloon page map of");
+	/* Values no balloon could have had. */
+	st->balloons[1].num_pages = MEM / 4096 + 1;
+	serialize();
+	expect_parse_refused("device 1: balloon target");
+	st->balloons[1].num_pages = MEM / 4096;
+	st->balloons[1].stats_head = 256;
+	serialize();
+	expect_parse_refused("statistics buffer 256 outside its queue");
+	st->balloons[1].stats_head = 0;
+	st->devices[1].dev.q[2].ready = 0;
+	serialize();
+	expect_parse_refused("outside its queue");
+	st->devices[1].dev.q[2].ready = 1;
+	st->balloons[1].stats_held = 2;
+	serialize();
+	expect_parse_refused("balloon statistics out of range");
+	st->balloons[1].stats_held = 1;
+	st->balloons[1].stats_valid = 1u << BALLOON_NR_STATS;
+	serialize();
+	expect_parse_refused("balloon statistics out of range");
+	st->balloons[1].stats_valid = 0;
+	serialize();
+	cr_assert_eq(parse(), 0, "%s", err);
+	/* A balloon without its records. */
+	free(st->balloon_map[1]);
+	st->balloon_map[1] = NULL;
+	serialize();
+	expect_parse_refused("device 1: record 7 is missing");
+	free(buf);
+	buf = NULL;
+}
+
+/* A net device as the save writes it. */
+static void add_net(uint32_t i, const char *spec)
+{
+	st->config.nr_devices = i + 1;
+	struct snapshot_device *d = &st->devices[i];
+	snprintf(d->flag, sizeof(d->flag), "net");
+	snprintf(d->spec, sizeof(d->spec), "%s", spec);
+	d->transport = TRANSPORT_PCI;
+	st->nets[i] = (struct virtio_net_state){
+	    .mac = {0x52, 0x54, 0, 0x12, 0x34, 0x57}, .status = 1, .rx_packets = 7};
+}
+
+Test(snapshot_state, net_records)
+{
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
+	add_net(1, "tap=mvt0");
+	serialize();
+	static struct snapshot_state out;
+	cr_assert_eq(snapshot_state_parse(buf, len, &out, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(memcmp(&out.nets[1], &st->nets[1], sizeof(st->nets[1])), 0);
+	size_t off = find_record(SNAP_NET, 1);
+	memcpy(buf + off + 4, &(uint32_t){0}, 4);
+	expect_parse_refused("device 0: record 9 for another kind of device");
+	serialize();
+	off = find_record(SNAP_NET, 1);
+	memcpy(buf + off, &(uint32_t){SNAP_DEVICE}, 4);
+	expect_parse_refused("appears twice");
+	st->nets[1].status = 2;
+	serialize();
+	expect_parse_refused("device 1: net link status 0x2");
+	st->nets[1].status = 0; /* link down: a device can have that */
+	serialize();
+	cr_assert_eq(parse(), 0, "%s", err);
+	st->nets[1].mac[0] = 0x53;
+	serialize();
+	expect_parse_refused("device 1: net MAC is a multicast address");
+	/* A net device without its record. */
+	snprintf(st->devices[1].flag, sizeof(st->devices[1].flag), "rng");
+	serialize();
+	snprintf(st->devices[1].flag, sizeof(st->devices[1].flag), "net");
+	off = find_record(SNAP_DEVICE, 1);
+	memcpy(buf + off + 12 + offsetof(struct snapshot_device, flag), "net", 4);
+	expect_parse_refused("device 1: record 9 is missing");
+	free(buf);
+	buf = NULL;
+}
+
+/* Every truncation of a state with a balloon is refused, and no map is left behind (ASan). */
+Test(snapshot_state, balloon_truncations_free_their_maps)
+{
+	add_balloon(0);
+	serialize();
+	size_t full = len;
+	for (len = full - 200; len < full; len++)
+		cr_assert_eq(parse(), -1, "a state cut at %zu of %zu bytes was accepted", len,
+			     full);
 	free(buf);
 	buf = NULL;
 }
@@ -737,11 +875,15 @@ Test(snapshot_virtio, pci_replay_reaches_the_same_state)
 
 /* ---- --restore's set-up from a snapshot: the machine and its devices come from it ---- */
 
+static const char *backend_override[MAX_DEVICES];
+
 static int restore_open(struct vm_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->restore_dir = dir;
+	memcpy(cfg->net_backend, backend_override, sizeof(backend_override));
 	log_capture_clear();
+	snapshot_state_free(back);
 	back = snapshot_restore_open(cfg);
 	return back ? 0 : -1;
 }
@@ -764,17 +906,134 @@ Test(snapshot, restore_takes_machine_and_devices_from_the_snapshot)
 	cli_free_config(&cfg);
 }
 
-/* A crafted snapshot gets no device kind snapshot_save would not have written (a tap, say). */
+/* A crafted snapshot gets no device kind snapshot_save would not have written. */
 Test(snapshot, restore_refuses_kinds_it_does_not_save)
 {
 	st->config.nr_devices = 1;
-	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "net");
-	snprintf(st->devices[0].spec, sizeof(st->devices[0].spec), "tap=mvt0");
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "vsock");
+	snprintf(st->devices[0].spec, sizeof(st->devices[0].spec), "cid=3");
 	write_snapshot();
 	struct vm_config cfg;
 	cr_assert_eq(restore_open(&cfg), -1);
 	cr_assert_eq(cfg.nr_devices, 0, "the device was created");
 	char *log = log_captured();
-	cr_assert(strstr(log, "--net devices are not restored by this version"), "%s", log);
+	cr_assert(strstr(log, "--vsock devices are not restored by this version"), "%s", log);
 	free(log);
+}
+
+/* A balloon's state and map through the files, and its kind through --restore's set-up. */
+Test(snapshot, balloon_through_the_files_and_restore_open)
+{
+	add_balloon(0);
+	snprintf(st->devices[0].spec, sizeof(st->devices[0].spec), "deflate-on-oom=on");
+	write_snapshot();
+	struct vm_config cfg;
+	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
+	cr_assert_eq(memcmp(&back->balloons[0], &st->balloons[0], sizeof(st->balloons[0])), 0);
+	cr_assert_eq(
+	    memcmp(back->balloon_map[0], st->balloon_map[0], virtio_balloon_map_bytes(MEM)), 0);
+	cr_assert_eq(cfg.nr_devices, 1);
+	cr_assert_str_eq(cfg.devices[0].kind->flag, "balloon");
+	close(cfg.memory_fd);
+	cli_free_config(&cfg);
+}
+
+/* A net device comes back on the tap it names; --net-backend swaps only the backend. */
+Test(snapshot, restore_reopens_net_by_its_options_or_the_override)
+{
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
+	add_net(1, "tap=mvt0,mac=52:54:00:12:34:99,transport=mmio,tx=timer");
+	st->devices[1].transport = TRANSPORT_MMIO;
+	write_snapshot();
+	struct vm_config cfg;
+	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
+	cr_assert_eq(cfg.nr_devices, 2);
+	cr_assert_str_eq(cfg.devices[1].spec,
+			 "tap=mvt0,mac=52:54:00:12:34:99,transport=mmio,tx=timer");
+	close(cfg.memory_fd);
+	cli_free_config(&cfg);
+	backend_override[1] = "tap=mvt9";
+	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
+	cr_assert_str_eq(cfg.devices[1].spec,
+			 "mac=52:54:00:12:34:99,transport=mmio,tx=timer,tap=mvt9");
+	cr_assert_eq(cfg.devices[1].transport, TRANSPORT_MMIO);
+	close(cfg.memory_fd);
+	cli_free_config(&cfg);
+	backend_override[1] = "user,hostfwd=udp::5555-:7";
+	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
+	cr_assert_str_eq(cfg.devices[1].spec,
+			 "mac=52:54:00:12:34:99,transport=mmio,tx=timer,user,hostfwd=udp::5555-:7");
+	close(cfg.memory_fd);
+	cli_free_config(&cfg);
+	backend_override[1] = NULL;
+}
+
+/* expect_override_refused: --net-backend INDEX:SPEC refused with a line naming why. */
+static void expect_override_refused(int index, const char *spec, const char *why)
+{
+	struct vm_config cfg;
+	backend_override[index] = spec;
+	cr_assert_eq(restore_open(&cfg), -1, "--net-backend %d:%s accepted", index, spec);
+	backend_override[index] = NULL;
+	char *log = log_captured();
+	cr_assert(strstr(log, why), "'%s' does not name '%s'", log, why);
+	free(log);
+	cli_free_config(&cfg);
+}
+
+Test(snapshot, restore_refuses_bad_backend_overrides)
+{
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
+	add_net(1, "tap=mvt0");
+	write_snapshot();
+	expect_override_refused(2, "tap=x", "--net-backend 2: the snapshot has 2 devices");
+	expect_override_refused(0, "tap=x", "the device is a --rng, not a --net");
+	expect_override_refused(1, "mac=52:54:00:12:34:56", "'mac' is not a backend option");
+	expect_override_refused(1, "tap=x,,", "--net-backend");
+	expect_override_refused(1, "tap=x,user", "exactly one backend");
+}
+
+/* A backend that offers less than the driver had accepted (a tap with fewer offloads) is
+ * refused before anything is replayed. */
+Test(snapshot, restore_refuses_a_backend_offering_fewer_features)
+{
+	static struct vm vm;
+	static struct virtio_devices devs;
+	static struct device_config dc = {.kind = &virtio_rng_kind, .transport = TRANSPORT_PCI};
+	memset(&vm, 0, sizeof(vm));
+	memset(&devs, 0, sizeof(devs));
+	vm.nr_vcpus = 2;
+	vm.mem.ram_size = MEM;
+	vm.virtio = &devs;
+	devs.nr = 1;
+	devs.slots[0].cfg = &dc;
+	devs.slots[0].dev.device_features = 1ULL << 32 | 1;
+	st->config.nr_devices = 1;
+	st->devices[0].transport = TRANSPORT_PCI;
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
+	st->devices[0].dev.driver_features = 1ULL << 32 | 2;
+	st->devices[0].dev.status =
+	    VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK;
+	cr_assert_eq(snapshot_apply(&vm, st, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "device 0 (--rng ): the driver's features 0x100000002 are not all "
+			      "offered here (0x100000001)"),
+		  "%s", err);
+}
+
+/* Two balloons of a 1 TiB guest: 64 MiB of maps, more than a restore reads; refused at save. */
+Test(snapshot, state_too_large_for_a_restore_is_not_written)
+{
+	st->config.memory_bytes = 1ULL << 40;
+	for (uint32_t i = 0; i < 2; i++) {
+		snprintf(st->devices[i].flag, sizeof(st->devices[i].flag), "balloon");
+		st->balloon_map[i] = calloc(1, virtio_balloon_map_bytes(1ULL << 40));
+		cr_assert_not_null(st->balloon_map[i]);
+	}
+	st->config.nr_devices = 2;
+	int fds[SNAPSHOT_NR_FILES];
+	cr_assert_eq(snapshot_create_files(dir, fds, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(snapshot_write_files(fds, st, &mem, err, sizeof(err)), -1);
+	for (int i = 0; i < SNAPSHOT_NR_FILES; i++)
+		close(fds[i]);
+	cr_assert(strstr(err, "a restore reads at most"), "%s", err);
 }
