@@ -23,6 +23,7 @@
 #include "vcpu.h"
 #include "virtio_devices.h"
 #include "vm.h"
+#include "vmm/base/fd_passing.h"
 #include "vmm/base/log.h"
 
 #define API_MAX_CLIENTS 16
@@ -313,40 +314,20 @@ static void client_drop_fds(struct api_client *c)
 	c->nfds = 0;
 }
 
-/* recv() that also takes descriptors passed with the bytes (SCM_RIGHTS), close-on-exec. */
+/* recv() that also takes the descriptors passed with the bytes: they add up until the next
+ * request line is handled; more than API_MAX_FDS poison it (nfds -1). */
 static ssize_t client_recv(struct api_client *c, void *buf, size_t len)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int) * API_MAX_FDS)];
-	} ctl;
-	struct iovec iov = {.iov_base = buf, .iov_len = len};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = ctl.buf,
-			    .msg_controllen = sizeof(ctl)};
-	ssize_t n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
-	if (n < 0)
-		return n;
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		int count = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (int i = 0; i < count; i++) {
-			int fd;
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
-			if (c->nfds >= 0 && c->nfds < API_MAX_FDS) {
-				c->fds[c->nfds++] = fd;
-			} else {
-				close(fd);
-				client_drop_fds(c);
-				c->nfds = -1;
-			}
-		}
-	}
-	if (mh.msg_flags & MSG_CTRUNC) { /* the kernel dropped the rest */
+	int got[API_MAX_FDS], n_got;
+	ssize_t n = recv_with_fds(c->fd, buf, len, 0, got, API_MAX_FDS, &n_got);
+	if (n_got < 0 || (n_got > 0 && (c->nfds < 0 || c->nfds + n_got > API_MAX_FDS))) {
+		for (int i = 0; i < n_got; i++)
+			close(got[i]);
 		client_drop_fds(c);
 		c->nfds = -1;
+	} else {
+		for (int i = 0; i < n_got; i++)
+			c->fds[c->nfds++] = got[i];
 	}
 	return n;
 }

@@ -12,6 +12,7 @@
 
 #include "json.h"
 #include "snapshot_files.h"
+#include "vmm/base/fd_passing.h"
 
 #define CTL_TIMEOUT_S 10
 /* A snapshot writes all of guest RAM before it answers. */
@@ -100,24 +101,8 @@ static int connect_to(const char *path)
 /* Send buf; the nfds descriptors in fds go with its first bytes (SCM_RIGHTS). */
 static int send_all(int fd, const char *buf, size_t len, const int *fds, int nfds)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int) * SNAPSHOT_NR_FILES)];
-	} ctl;
 	while (len) {
-		struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-		struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-		if (nfds) {
-			memset(&ctl, 0, sizeof(ctl));
-			mh.msg_control = ctl.buf;
-			mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-			struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-			memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-		}
-		ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		ssize_t n = send_with_fds(fd, buf, len, fds, nfds);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)

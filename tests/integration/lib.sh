@@ -121,6 +121,17 @@ expect_line() {
 	fi
 }
 
+# expect_usage_error NAME REGEX ARGS...: minivmm started with ARGS refuses them with one line,
+# "minivmm: error: ...REGEX", and exit status 2.
+expect_usage_error() {
+	local name=$1 regex=$2
+	shift 2
+	run_vmm "$name" 30 "$@"
+	expect_status "$name" 2
+	expect_line "$name" err "^minivmm: error: .*$regex"
+	[ "$(wc -l <"$TEST_TMP/$name.err")" = 1 ] || { show "$name"; fail "$name: not one line"; }
+}
+
 # complete_lines FILE: the lines that have their newline (the console writes byte by byte, so
 # the last one may still be coming).
 complete_lines() { while IFS= read -r l; do printf '%s\n' "$l"; done <"$1"; }

@@ -4,16 +4,6 @@
 source "$(dirname "$0")/lib.sh"
 need_kvm
 
-# expect_usage_error NAME REGEX ARGS...
-expect_usage_error() {
-	local name=$1 regex=$2
-	shift 2
-	run_vmm "$name" 20 "$@"
-	expect_status "$name" 2
-	expect_line "$name" err "^minivmm: error: .*$regex"
-	[ "$(wc -l <"$TEST_TMP/$name.err")" = 1 ] || { show "$name"; fail "$name: not one line"; }
-}
-
 ncpu=$(nproc --all)
 head -c 4096 /dev/urandom >"$TEST_TMP/garbage"
 printf '\177ELF' >"$TEST_TMP/truncated-elf"

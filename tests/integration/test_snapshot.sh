@@ -76,27 +76,18 @@ grep -q '"state":"paused"' <<<"$out" || fail "--paused: not paused: $out"
 wait_vmm r2 120
 check_restored r2
 
-# bad NAME PATTERN ARGS...: refused with one line naming PATTERN and exit status 2.
-bad() {
-	local name=$1 pattern=$2
-	shift 2
-	run_vmm "$name" 30 "$@"
-	expect_status "$name" 2
-	[ "$(wc -l <"$TEST_TMP/$name.err")" = 1 ] || fail "$name: not one line: $(cat "$TEST_TMP/$name.err")"
-	expect_line "$name" err "^minivmm: error: .*$pattern"
-}
 mkdir "$TEST_TMP/empty"
-bad missing 'No such file or directory' --restore "$TEST_TMP/nothing"
-bad not-snapshot 'is not a minivmm snapshot' --restore "$TEST_TMP/empty"
+expect_usage_error missing 'No such file or directory' --restore "$TEST_TMP/nothing"
+expect_usage_error not-snapshot 'is not a minivmm snapshot' --restore "$TEST_TMP/empty"
 cp -r "$snap" "$TEST_TMP/v2" && sed -i 's/"version":1/"version":2/' "$TEST_TMP/v2/snapshot.json"
-bad version 'snapshot format version 2, this minivmm reads version 1' --restore "$TEST_TMP/v2"
+expect_usage_error version 'snapshot format version 2, this minivmm reads version 1' --restore "$TEST_TMP/v2"
 cp -r "$snap" "$TEST_TMP/flip" && printf '\377' | dd of="$TEST_TMP/flip/state.bin" bs=1 seek=300 conv=notrunc 2>/dev/null
-bad flipped 'checksum mismatch' --restore "$TEST_TMP/flip"
+expect_usage_error flipped 'checksum mismatch' --restore "$TEST_TMP/flip"
 cp -r "$snap" "$TEST_TMP/short" && truncate -s 32M "$TEST_TMP/short/memory"
-bad truncated 'truncated' --restore "$TEST_TMP/short"
-bad machine-flag '--cpus cannot be used with --restore' --restore "$snap" --cpus 2
-bad paused-alone '--paused is for --restore only' --kernel "$FW/probe.elf" --paused
+expect_usage_error truncated 'truncated' --restore "$TEST_TMP/short"
+expect_usage_error machine-flag '--cpus cannot be used with --restore' --restore "$snap" --cpus 2
+expect_usage_error paused-alone '--paused is for --restore only' --kernel "$FW/probe.elf" --paused
 truncate -s 32M "$disk"
-bad disk-size 'the image has 65536 sectors, the snapshot 32768' --restore "$snap"
+expect_usage_error disk-size 'the image has 65536 sectors, the snapshot 32768' --restore "$snap"
 
 echo "PASS"

@@ -125,18 +125,10 @@ wait_vmm r-user 30
 
 # Bad overrides: one line, exit status 2, nothing started.
 VMM_WRAPPER=()
-bad() {
-	local name=$1 pattern=$2
-	shift 2
-	run_vmm "$name" 30 "$@"
-	expect_status "$name" 2
-	[ "$(wc -l <"$TEST_TMP/$name.err")" = 1 ] || fail "$name: not one line: $(cat "$TEST_TMP/$name.err")"
-	expect_line "$name" err "^minivmm: error: .*$pattern"
-}
-bad no-device '--net-backend 1: the snapshot has 1 devices' \
+expect_usage_error no-device '--net-backend 1: the snapshot has 1 devices' \
 	--restore "$TEST_TMP/snap-user" --net-backend 1:tap=mvt0
-bad not-net 'the device is a --balloon, not a --net' \
+expect_usage_error not-net 'the device is a --balloon, not a --net' \
 	--restore "$TEST_TMP/snap-balloon-pci" --net-backend 0:tap=mvt0
-bad not-backend "'mac' is not a backend option" \
+expect_usage_error not-backend "'mac' is not a backend option" \
 	--restore "$TEST_TMP/snap-user" --net-backend 0:mac=52:54:00:12:34:56
 echo "PASS"

@@ -94,6 +94,7 @@ Test(api, status_and_shutdown)
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "vmm/base/fd_passing.h"
 #include "vmm/ctl.h"
 #include "vmm/snapshot_files.h"
 
@@ -147,23 +148,7 @@ static int connect_api(void)
 /* Send line with nfds descriptors on connection s and return the response line (malloc'd). */
 static char *request_with_fds(int s, const char *line, const int *fds, int nfds)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int) * 8)];
-	} ctl;
-	memset(&ctl, 0, sizeof(ctl));
-	struct iovec iov = {.iov_base = (void *)line, .iov_len = strlen(line)};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	if (nfds) {
-		mh.msg_control = ctl.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-	}
-	cr_assert_eq(sendmsg(s, &mh, MSG_NOSIGNAL), (ssize_t)strlen(line));
+	cr_assert_eq(send_with_fds(s, line, strlen(line), fds, nfds), (ssize_t)strlen(line));
 	char *buf = calloc(1, 4096);
 	size_t len = 0;
 	struct pollfd pfd = {.fd = s, .events = POLLIN};

@@ -31,6 +31,7 @@
 
 #include "devices/backends/blk_io.h"
 #include "vmm/base/guest_mem.h"
+#include "vmm/base/fd_passing.h"
 #include "vmm/seccomp.h"
 #include "vmm/snapshot_files.h"
 
@@ -504,22 +505,7 @@ static void pass_snapshot_files(void)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, snap_sock) ||
 	    snapshot_create_files(snap_dir, fds, err, sizeof(err)))
 		_exit(20);
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(fds))];
-	} ctl;
-	memset(&ctl, 0, sizeof(ctl));
-	struct iovec iov = {.iov_base = "x", .iov_len = 1};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = ctl.buf,
-			    .msg_controllen = sizeof(ctl)};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(fds));
-	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-	if (sendmsg(snap_sock[1], &mh, 0) != 1)
+	if (send_with_fds(snap_sock[1], "x", 1, fds, SNAPSHOT_NR_FILES) != 1)
 		_exit(21);
 	for (int i = 0; i < SNAPSHOT_NR_FILES; i++)
 		close(fds[i]);
@@ -528,20 +514,11 @@ static void pass_snapshot_files(void)
 /* Under the I/O thread's filter: take the files and write a snapshot into them. */
 static void write_passed_snapshot(void)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int) * SNAPSHOT_NR_FILES)];
-	} ctl;
 	char c;
-	struct iovec iov = {.iov_base = &c, .iov_len = 1};
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = ctl.buf,
-			    .msg_controllen = sizeof(ctl)};
-	if (recvmsg(snap_sock[0], &mh, MSG_CMSG_CLOEXEC) != 1)
+	int fds[SNAPSHOT_NR_FILES], nfds;
+	if (recv_with_fds(snap_sock[0], &c, 1, 0, fds, SNAPSHOT_NR_FILES, &nfds) != 1 ||
+	    nfds != SNAPSHOT_NR_FILES)
 		_exit(10);
-	int fds[SNAPSHOT_NR_FILES];
-	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fds));
 	static uint8_t ram[16 << 20];
 	memset(ram, 0x5a, 4096);
 	struct guest_mem mem;
