@@ -173,7 +173,10 @@ taps() {
 		i=$((i + 1))
 	done
 }
-untaps() { for t in "$@"; do tunctl -d "$t" >/dev/null 2>&1; done; }
+untaps() {
+	local t # not the caller's: a scenario may keep its own t (snapshot_devices: the transport)
+	for t in "$@"; do tunctl -d "$t" >/dev/null 2>&1; done
+}
 
 # net NAME MIB CSUM NICS [minivmm --net options...]: ping on every NIC, then MIB MiB over TCP
 # each way on the first with both ends' SHA-256 compared; CSUM is the expected feature bit.
