@@ -7,7 +7,7 @@
 #            [--sizes "32 64 ..."] [--secs N] [--buf BYTES] [--vcpu-pin CPULIST]
 #            [--io-pin CPULIST] [--host-pin CPULIST] [--timeout SEC] [--json] [--keep-logs]
 #            [--probe-args "WORDS"]   (extra words for the probe, e.g. net.txwait=halt)
-#            [--rounds N] [--ceiling] [--profile]
+#            [--rounds N] [--ceiling] [--profile] [--plot FILE.svg]
 #
 # Directions (--dir, default g2h):
 #   g2h  guest udp_stream -> host sink: throughput as received by the host
@@ -63,6 +63,13 @@
 # their lowest and highest ("speedup_pct_rounds" in --json: all of them). Rows on a
 # shared machine drift by 10-20% between runs; use 3 or 5 rounds for figures you publish.
 #
+# --plot FILE.svg (needs gnuplot: apt-get install gnuplot-nox) draws the rows of the table, from the
+# same figures as the table and --json: throughput (Mbit/s; packets/s for pps) against message
+# size (log scale), one line per configuration, the ceiling rows (tapwrite:, tapread:, netns: when
+# --ceiling adds it for rr) dashed; for rr the latency p50 and p99 against size and, beside them,
+# transactions/s. FILE is relative to the current directory; gnuplot is checked before anything
+# runs (GNUPLOT: the program, default gnuplot).
+#
 # Everything runs in a network namespace of its own (netbench-PID): the VMM runs inside it
 # (ip netns exec), so its tap lives there; the host side is 10.0.2.1/24 on the tap (on a
 # bridge for g2g), the guest 10.0.2.15 (second guest 10.0.2.16). Namespaces, taps, bridges
@@ -100,6 +107,8 @@ CONFIGS=()
 PROTO=udp
 MIB=64
 OFFLOAD=""
+PLOT=""
+GNUPLOT=${GNUPLOT:-gnuplot}
 
 # shellcheck source=examples/lib/bench-common.sh
 source "$(dirname "$0")/lib/bench-common.sh"
@@ -116,7 +125,7 @@ compare_arg() {
 bench_args --dir=DIR --sizes=SIZES --secs=SECS --probe-args=PROBE_ARGS? --buf=BUF \
 	--config@config_arg --compare@compare_arg --vcpu-pin=VCPU_PIN --io-pin=IO_PIN \
 	--host-pin=HOST_PIN --timeout=TIMEOUT --rounds=ROUNDS --ceiling+CEILING --profile+PROFILE \
-	--json+JSON --keep-logs+KEEP_LOGS --proto=PROTO --mib=MIB --offload=OFFLOAD -- "$@"
+	--json+JSON --keep-logs+KEEP_LOGS --proto=PROTO --mib=MIB --offload=OFFLOAD --plot=PLOT -- "$@"
 
 case "$DIR" in g2h | h2g | rr | pps | g2g) ;; *) die "--dir must be g2h, h2g, rr, pps or g2g" ;; esac
 case "$PROTO" in
@@ -165,6 +174,14 @@ if [ "$CEILING" = 1 ]; then
 	rr) [[ " ${CONFIGS[*]} " == *" netns: "* || " ${CONFIGS[*]} " == *" netns "* ]] || CONFIGS+=("netns:") ;;
 	g2g) die "--ceiling: there is no ceiling row for g2g" ;;
 	esac
+fi
+if [ -n "$PLOT" ]; then
+	# Checked now, not after a sweep of many minutes: the program and where its output goes.
+	command -v "$GNUPLOT" >/dev/null || die "--plot needs gnuplot ($GNUPLOT not found): apt-get install gnuplot-nox"
+	[[ "$PLOT" == /* ]] || PLOT=$PWD/$PLOT
+	[[ "$PLOT" == *.svg ]] || die "--plot writes SVG: the file name must end in .svg ($PLOT)"
+	[ -d "$(dirname "$PLOT")" ] && [ -w "$(dirname "$PLOT")" ] ||
+		die "--plot: $(dirname "$PLOT") is not a writable directory"
 fi
 if [ "$PROFILE" = 1 ]; then
 	command -v perf >/dev/null || die "--profile needs perf: apt-get install linux-perf"
@@ -897,7 +914,8 @@ spread() {
 		awk 'NF { v[++n] = $1 } END { if (n > 1) printf "(%s to %s)", v[1], v[n] }'
 }
 
-table() {
+# title: the test's name, first line of the table and the plot's title
+title() {
 	[ "$PROTO" = udp ] || case "$DIR" in
 	g2h) echo "TCP STREAM TEST from ${GUEST_IP[0]} (guest tcp_stream) to $HOST_IP (host tcpperf recv) : $MIB MiB per run" ;;
 	h2g) echo "TCP STREAM TEST from $HOST_IP (host tcpperf send) to ${GUEST_IP[0]} (guest tcp_sink) : $MIB MiB per run" ;;
@@ -910,6 +928,10 @@ table() {
 	rr) echo "UDP REQUEST/RESPONSE TEST from ${GUEST_IP[0]} (guest) to $HOST_IP (host echo) : $SECS s per size" ;;
 	g2g) echo "UDP UNIDIRECTIONAL SEND TEST from ${GUEST_IP[0]} (guest A) to ${GUEST_IP[1]} (guest B) over a bridge : $SECS s per size" ;;
 	esac
+}
+
+table() {
+	title
 	[ -z "$OFFLOAD" ] || echo "offloads $OFFLOAD in every VM (probe net.offload=$OFFLOAD, minivmm offload=$OFFLOAD, qemu $(qemu_offloads "$OFFLOAD"))"
 	[ "$ROUNDS" = 1 ] || echo "each row: the median of $ROUNDS rounds; speedup: the median of the per-round speedups (lowest to highest)"
 	CW=10
@@ -945,6 +967,85 @@ table() {
 			fi
 		done
 	done
+}
+
+# ---------------------------------------------------------------------------------------------
+# --plot: the rows above (RES, as the table and --json print them) drawn by gnuplot
+
+# gq STRING: STRING as a gnuplot string literal (single quotes: only ' is special, doubled)
+gq() { printf "'%s'" "${1//\'/\'\'}"; }
+# is_ceiling C: configuration C is the ceiling row, drawn dashed
+is_ceiling() {
+	case "${CONFIGS[$1]}" in
+	tapwrite | tapwrite: | tapread | tapread:) return 0 ;;
+	netns | netns:) [ "$CEILING" = 1 ] && [ "$DIR" = rr ] ;;
+	*) return 1 ;;
+	esac
+}
+# plot_data FILE: one block per configuration (gnuplot's "index" C): message size, the metric
+# --compare compares, p50, p99; "-" where the row has none.
+plot_data() {
+	local c size
+	for ((c = 0; c < NCFG; c++)); do
+		[ $c = 0 ] || printf '\n\n'
+		for size in "${SIZE_LIST[@]}"; do
+			printf '%s %s %s %s\n' "${RES[$c,$size,MSZ]:-$size}" "${RES[$c,$size,$M]:--}" \
+				"${RES[$c,$size,P50]:--}" "${RES[$c,$size,P99]:--}"
+		done
+	done >"$1"
+}
+# plot_lines DATA COLUMN [SUFFIX POINT WIDTH]: a "plot" command's terms, one line per
+# configuration, each in its own colour
+plot_lines() {
+	local dat=$1 col=$2 suffix=${3:-} pt=${4:-7} lw=${5:-2} c dt sep=""
+	for ((c = 0; c < NCFG; c++)); do
+		dt=1
+		! is_ceiling $c || dt=2
+		printf '%s%s index %d using 1:%d with linespoints lc %d lw %s pt %s dt %d title %s' "$sep" \
+			"$(gq "$dat")" $c "$col" $((c + 1)) "$lw" "$pt" $dt "$(gq "${CONFIGS[$c]}$suffix")"
+		sep=", "
+	done
+}
+# plot_svg: write --plot's file (through a temporary file: a failed plot leaves none behind)
+plot_svg() {
+	local dat=$TMP/plot.dat gp=$TMP/plot.gp out=$TMP/plot.svg xs lo hi tics ylabel=
+	plot_data "$dat"
+	xs=$(awk 'NF && $1 != "-" { print $1 }' "$dat" | sort -gu)
+	lo=$(head -n 1 <<<"$xs") hi=$(tail -n 1 <<<"$xs")
+	tics=$(sed 's/.*/"&" &/' <<<"$xs" | paste -sd ,)
+	case "$M" in TPS) ylabel="transactions/s" ;; PPS) ylabel="packets/s (received)" ;; *) ylabel="throughput, Mbit/s (received)" ;; esac
+	{
+		echo "set terminal svg size $([ "$DIR" = rr ] && echo 1200,520 || echo 900,520) dynamic noenhanced font 'Arial,12' background 'white'"
+		echo "set output $(gq "$out")"
+		echo "set datafile missing '-'"
+		echo "set logscale x 2"
+		# a margin either side, so that the first and last sizes get their tics
+		echo "set xrange [$lo / 1.5 : $hi * 1.5]"
+		echo "set xtics ($tics)"
+		echo "set xlabel 'message size, bytes (log scale)'"
+		echo "set yrange [0:*]"
+		echo "set grid"
+		echo "set key below"
+		if [ "$DIR" = rr ]; then
+			echo "set multiplot layout 1,2 title $(gq "$(title)")"
+			echo "set title 'latency, p50 and p99'"
+			echo "set ylabel 'latency, us'"
+			# p99: the same colours as p50, thinner, open triangles
+			echo "plot $(plot_lines "$dat" 3 " p50" 7 2), $(plot_lines "$dat" 4 " p99" 8 1)"
+			echo "set title 'transactions/s'"
+			echo "set ylabel $(gq "$ylabel")"
+			echo "plot $(plot_lines "$dat" 2)"
+			echo "unset multiplot"
+		else
+			echo "set title $(gq "$(title)")"
+			echo "set ylabel $(gq "$ylabel")"
+			echo "plot $(plot_lines "$dat" 2)"
+		fi
+	} >"$gp"
+	"$GNUPLOT" "$gp" 2>"$TMP/plot.err" && [ -s "$out" ] ||
+		{ cat "$TMP/plot.err" >&2; echo "netbench: gnuplot failed, no $PLOT written (script: $gp)" >&2; exit 1; }
+	mv -f "$out" "$PLOT"
+	echo "netbench: plot in $PLOT" >&2
 }
 
 json_num() { if [ -n "$1" ]; then echo "$1"; else echo null; fi; }
@@ -1010,4 +1111,5 @@ else
 		done
 	fi
 fi
+[ -z "$PLOT" ] || plot_svg
 [ "$FAILED" = 0 ] || { echo "netbench: some measurements failed (see above)" >&2; exit 1; }

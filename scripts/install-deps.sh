@@ -3,7 +3,7 @@
 set -e
 PKGS="build-essential pkg-config clang libclang-rt-14-dev lld llvm clang-format libcriterion-dev libfdt-dev \
 libseccomp-dev libslirp-dev liburing-dev qemu-system-x86 iproute2 cpio busybox-static device-tree-compiler \
-procps util-linux e2fsprogs socat iputils-ping linux-perf"
+procps util-linux e2fsprogs socat iputils-ping linux-perf gnuplot-nox libxml2-utils"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
