@@ -679,12 +679,13 @@ breakdown_format() {
 		local rate=$R_PPS
 		[ "$DIR" != rr ] || rate=$R_TPS
 		perft=$(awk -F, -v n="$(awk -v r="${rate:-0}" -v s="$SECS" 'BEGIN { print r * s }')" '
-			$1 ~ /^[0-9]+$/ { for (e in want) if (index($3, e)) v[e] = $1 }
-			BEGIN { want["cycles"]; want["instructions"]; want["cache-misses"] }
+			BEGIN { split("cycles instructions cache-misses", want, " ") }
+			$1 ~ /^[0-9]+$/ { for (i = 1; i <= 3; i++) if (index($3, want[i])) v[i] = $1 }
 			END {
 				if (n <= 0) exit
-				for (e in want) { t = t sprintf(" %s %s", e, (e in v) ? sprintf("%.1f", v[e] / n) : "-")
-					j = j sprintf("%s\"%s_per_pkt\":%s", j == "" ? "" : ",", e, (e in v) ? sprintf("%.2f", v[e] / n) : "null") }
+				for (i = 1; i <= 3; i++) { e = want[i]; k = e; sub(/-/, "_", k)
+					t = t sprintf(" %s %s", e, (i in v) ? sprintf("%.1f", v[i] / n) : "-")
+					j = j sprintf("%s\"%s_per_pkt\":%s", j == "" ? "" : ",", k, (i in v) ? sprintf("%.2f", v[i] / n) : "null") }
 				print substr(t, 2); print "{" j "}" }' "$TMP/$tag-g.perfstat" 2>/dev/null)
 		if [ -n "$perft" ]; then
 			echo "    perf (the VMM process, --secs from its vCPU's start), per packet: $(head -n 1 <<<"$perft")" >>"$R_BD"
