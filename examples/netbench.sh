@@ -7,7 +7,7 @@
 #            [--sizes "32 64 ..."] [--secs N] [--buf BYTES] [--vcpu-pin CPULIST]
 #            [--io-pin CPULIST] [--host-pin CPULIST] [--timeout SEC] [--json] [--keep-logs]
 #            [--probe-args "WORDS"]   (extra words for the probe, e.g. net.txwait=halt)
-#            [--rounds N] [--ceiling] [--profile] [--plot FILE.svg]
+#            [--rounds N] [--ceiling] [--profile] [--plot FILE.svg] [--breakdown [--perf]]
 #
 # Directions (--dir, default g2h):
 #   g2h  guest udp_stream -> host sink: throughput as received by the host
@@ -58,6 +58,19 @@
 # --profile (needs perf) samples the VMM (g2g: the receiving one; or the stand-in) with perf
 # while the guest runs and prints, after the table, where its CPU time went in the row's run: per thread, the
 # share in the host kernel, the VMM's own code and libraries, and the top kernel symbols.
+# --breakdown (UDP g2h, h2g, rr, pps) says where each row's time goes, per packet (per
+# transaction for rr), printed after the table ("breakdown" in --json; the method and its
+# error are in docs/performance.md): the host tool (udpperf) samples every thread of the VMM
+# (minivmm, QEMU, or the stand-in: netns:'s udpperf, tapwrite:'s tapsend, tapread:'s tapread)
+# and its own from /proc at the first datagram and every 50 ms after, with the packets moved
+# so far; between the first and the last sample: per thread, busy % of the window, us of CPU
+# per packet, context switches (voluntary: it slept and was woken; involuntary: preempted)
+# per packet. For minivmm, with its control socket (--api-sock), also what only the VMM
+# counts, per packet: KVM_RUN exits by reason, the net device's kicks (ioeventfd counts),
+# I/O-thread wake-ups (ioeventfd reads) and interrupts (irqfd writes); "n/a" for the others.
+# --perf (with --breakdown) adds cycles, instructions and cache misses per packet of the VMM
+# process (perf stat -p, for --secs from the VMM's first vCPU thread); skipped, with a note,
+# where perf cannot count (no perf, or `perf stat -e instructions true` counts nothing).
 # --rounds N measures every size N times (A, B, then B, A ...): each configuration's row is
 # its median round, and the speedup is the median of the N per-round speedups, followed by
 # their lowest and highest ("speedup_pct_rounds" in --json: all of them). Rows on a
@@ -103,6 +116,9 @@ KEEP_LOGS=0
 ROUNDS=1
 CEILING=0
 PROFILE=0
+BREAKDOWN=0
+PERF=0
+PERF_NOTE=""
 CONFIGS=()
 PROTO=udp
 MIB=64
@@ -125,6 +141,7 @@ compare_arg() {
 bench_args --dir=DIR --sizes=SIZES --secs=SECS --probe-args=PROBE_ARGS? --buf=BUF \
 	--config@config_arg --compare@compare_arg --vcpu-pin=VCPU_PIN --io-pin=IO_PIN \
 	--host-pin=HOST_PIN --timeout=TIMEOUT --rounds=ROUNDS --ceiling+CEILING --profile+PROFILE \
+	--breakdown+BREAKDOWN --perf+PERF \
 	--json+JSON --keep-logs+KEEP_LOGS --proto=PROTO --mib=MIB --offload=OFFLOAD --plot=PLOT -- "$@"
 
 case "$DIR" in g2h | h2g | rr | pps | g2g) ;; *) die "--dir must be g2h, h2g, rr, pps or g2g" ;; esac
@@ -185,6 +202,18 @@ if [ -n "$PLOT" ]; then
 fi
 if [ "$PROFILE" = 1 ]; then
 	command -v perf >/dev/null || die "--profile needs perf: apt-get install linux-perf"
+fi
+if [ "$BREAKDOWN" = 1 ]; then
+	[[ "$PROTO" = udp && "$DIR" != g2g ]] || die "--breakdown measures UDP g2h, h2g, rr and pps"
+fi
+[[ "$PERF" = 0 || "$BREAKDOWN" = 1 ]] || die "--perf goes with --breakdown"
+# perf stat where the host counts; else a note and no counters (a VM often has no PMU).
+if [ "$PERF" = 1 ]; then
+	if ! command -v perf >/dev/null; then
+		PERF=0 PERF_NOTE="perf is not installed"
+	elif ! perf stat -x, -e instructions -- true 2>&1 | grep -q '^[0-9][0-9]*,'; then
+		PERF=0 PERF_NOTE="perf cannot count instructions on this host (perf stat -e instructions true)"
+	fi
 fi
 for c in "${CONFIGS[@]}"; do
 	case "$c" in
@@ -372,6 +401,7 @@ guest_start() {
 		[ -z "$opts" ] || net+=",$opts"
 		cmd=("$(vmm_binary "$cfg")" --kernel "$PWD/$PROBE" --net "$net" --cmdline "$cmdline"
 			--console stdio --quiet)
+		[ "$BREAKDOWN" = 0 ] || cmd+=(--api-sock "$TMP/$name.sock")
 		;;
 	qemu)
 		local dev="virtio-net-device,netdev=n0,mac=${GUEST_MAC[$i]}"
@@ -550,14 +580,13 @@ row_failed() {
 # wait_pid PID: wait for a background job, ignoring its status
 wait_pid() { wait "$1" 2>/dev/null || true; }
 
-# profile_start NAME CFG: perf samples the process in $TMP/NAME.pid for --secs, from when a VMM
-# has its vCPU thread (perf -p follows only the threads that exist when it attaches).
-profile_start() {
+# vmm_pid_wait NAME CFG: print the pid in $TMP/NAME.pid once a VMM has its vCPU thread (at
+# most 5 s each); fails if the pid never came.
+vmm_pid_wait() {
 	local name=$1 kind=${2%%:*} n=0 pid
-	PROF_PID=""
 	until [ -s "$TMP/$name.pid" ]; do
 		n=$((n + 1))
-		[ $n -lt 500 ] || return 0
+		[ $n -lt 500 ] || return 1
 		sleep 0.01
 	done
 	pid=$(cat "$TMP/$name.pid")
@@ -569,6 +598,129 @@ profile_start() {
 			sleep 0.01
 		done
 	fi
+	echo "$pid"
+}
+
+# perfstat_start NAME CFG: perf stat counts the process in $TMP/NAME.pid for --secs (--perf).
+perfstat_start() {
+	local name=$1 pid
+	PERFSTAT_PID=""
+	pid=$(vmm_pid_wait "$name" "$2") || return 0
+	perf stat -x, -e cycles,instructions,cache-misses -p "$pid" -o "$TMP/$name.perfstat" \
+		-- sleep "$SECS" >/dev/null 2>"$TMP/$name.perfstat.err" &
+	PERFSTAT_PID=$!
+	PIDS+=("$PERFSTAT_PID")
+}
+
+# breakdown_args TAG CFG: the host tool's words for --breakdown (none without it)
+breakdown_args() {
+	[ "$BREAKDOWN" = 1 ] || return 0
+	echo "--breakdown-file $TMP/$1.bd"
+	[[ "$2" != minivmm* ]] || echo "--status-sock $TMP/$1-g.sock"
+}
+
+# status_counts JSON: minivmm's status summed over vCPUs and devices: "IO MMIO HLT OTHER KICKS
+# WAKEUPS INTERRUPTS" (the probe has one device, its virtio-net)
+status_counts() {
+	{
+		grep -o '"exits":{"io":[0-9]*,"mmio":[0-9]*,"hlt":[0-9]*,"other":[0-9]*}' <<<"$1" |
+			tr -c '0-9\n' ' ' | awk '{ a += $1; b += $2; c += $3; d += $4 } END { print a + 0, b + 0, c + 0, d + 0 }'
+		grep -o '"kicks":[0-9]*,"wakeups":[0-9]*,"interrupts":[0-9]*' <<<"$1" |
+			tr -c '0-9\n' ' ' | awk '{ a += $1; b += $2; c += $3 } END { print a + 0, b + 0, c + 0 }'
+	} | paste -sd ' '
+}
+
+# breakdown_format TAG CFG: the row's breakdown from $TMP/TAG.bd (udpperf --breakdown-file),
+# with minivmm's status counters and --perf's counts: R_BD, a file with the text; R_BDJ, JSON.
+breakdown_format() {
+	local tag=$1 cfg=$2 f=$TMP/$1.bd sb se vmmj="null" perfj="null" vmmt perft=""
+	R_BD=$TMP/$tag.bd.txt R_BDJ=null
+	if ! [ -s "$f" ] || ! grep -q '^window ' "$f"; then
+		echo "    (no breakdown: no two samples while datagrams moved)" >"$R_BD"
+		return 0
+	fi
+	local hz secs cnt
+	hz=$(getconf CLK_TCK)
+	read -r _ secs cnt < <(grep '^window ' "$f")
+	# h2g: the host counts what it sent, the tap drops the excess: per packet the guest received,
+	# at the rate it received them (as the VMM CPU column).
+	[ "$DIR" != h2g ] || cnt=$(awk -v p="${R_PPS:-0}" -v s="$secs" 'BEGIN { printf "%.0f", p * s }')
+	# Per thread, between the two samples: run time from schedstat (ns), else utime+stime ticks.
+	awk -v hz="$hz" -v secs="$secs" -v cnt="$cnt" -v txt="$R_BD.threads" '
+		$1 == "B" || $1 == "E" {
+			k = $2 " " $3; comm = $9
+			for (i = 10; i <= NF; i++) comm = comm " " $i
+			if ($1 == "B") { brun[k] = $4; btk[k] = $5 + $6; bvol[k] = $7; binv[k] = $8; hasb[k] = 1 }
+			else { ord[n++] = k; erun[k] = $4; etk[k] = $5 + $6; evol[k] = $7; einv[k] = $8; cm[k] = comm }
+		}
+		END {
+			printf "    window %.3f s, %d packets; per thread:\n", secs, cnt > txt
+			printf "    %-5s %-16s %8s %7s %9s %9s %9s\n", "proc", "thread", "tid", "busy %", "us/pkt", "cs/pkt", "invol/pkt" > txt
+			out = ""; idle = 0
+			for (j = 0; j < n; j++) {
+				k = ord[j]; split(k, w, " ")
+				if (erun[k] >= 0 && (!hasb[k] || brun[k] >= 0)) ns = erun[k] - brun[k]
+				else ns = (etk[k] - btk[k]) * 1e9 / hz
+				vol = evol[k] - bvol[k]; inv = einv[k] - binv[k]
+				if (ns <= 0 && vol + inv <= 0) { idle++; continue }
+				busy = secs > 0 ? ns / 1e7 / secs : 0
+				us = cnt > 0 ? ns / 1e3 / cnt : 0
+				cs = cnt > 0 ? (vol + inv) / cnt : 0
+				iv = cnt > 0 ? inv / cnt : 0
+				printf "    %-5s %-16s %8s %7.1f %9.3f %9.4f %9.4f\n", w[1], cm[k], w[2], busy, us, cs, iv > txt
+				c = cm[k]; gsub(/["\\]/, "_", c)
+				out = out (out == "" ? "" : ",") sprintf("{\"proc\":\"%s\",\"thread\":\"%s\",\"tid\":%s,\"busy_pct\":%.2f,\"cpu_us_per_pkt\":%.4f,\"ctxsw_per_pkt\":%.5f,\"invol_ctxsw_per_pkt\":%.5f}", w[1], c, w[2], busy, us, cs, iv)
+			}
+			if (idle) printf "    (%d more threads neither ran nor switched in the window)\n", idle > txt
+			printf "%s", out
+		}' "$f" >"$R_BD.json"
+	cat "$R_BD.threads" >"$R_BD"
+	if [[ "$cfg" == minivmm* ]]; then
+		sb=$(sed -n 's/^SB //p' "$f") se=$(sed -n 's/^SE //p' "$f")
+		if [ -n "$sb" ] && [ -n "$se" ]; then
+			local b e
+			b=$(status_counts "$sb") e=$(status_counts "$se")
+			vmmt=$(awk -v b="$b" -v e="$e" -v n="$cnt" 'BEGIN { split(b, x, " "); split(e, y, " ")
+				for (i = 1; i <= 7; i++) d[i] = n > 0 ? (y[i] - x[i]) / n : 0
+				printf "exits io %.4f mmio %.4f hlt %.4f other %.4f; kicks %.4f, I/O-thread wake-ups %.4f, interrupts %.4f\n", d[1], d[2], d[3], d[4], d[5], d[6], d[7]
+				printf "{\"exits_per_pkt\":{\"io\":%.5f,\"mmio\":%.5f,\"hlt\":%.5f,\"other\":%.5f},\"kicks_per_pkt\":%.5f,\"wakeups_per_pkt\":%.5f,\"interrupts_per_pkt\":%.5f}", d[1], d[2], d[3], d[4], d[5], d[6], d[7] }')
+			echo "    minivmm, per packet: $(head -n 1 <<<"$vmmt")" >>"$R_BD"
+			vmmj=$(tail -n 1 <<<"$vmmt")
+		else
+			echo "    minivmm, per packet: (the control socket's status was not read)" >>"$R_BD"
+		fi
+	else
+		echo "    VMM counters (exits, kicks, interrupts): n/a (minivmm only)" >>"$R_BD"
+	fi
+	if [ "$PERF" = 1 ]; then
+		local rate=$R_PPS
+		[ "$DIR" != rr ] || rate=$R_TPS
+		perft=$(awk -F, -v n="$(awk -v r="${rate:-0}" -v s="$SECS" 'BEGIN { print r * s }')" '
+			BEGIN { split("cycles instructions cache-misses", want, " ") }
+			$1 ~ /^[0-9]+$/ { for (i = 1; i <= 3; i++) if (index($3, want[i])) v[i] = $1 }
+			END {
+				if (n <= 0) exit
+				for (i = 1; i <= 3; i++) { e = want[i]; k = e; sub(/-/, "_", k)
+					t = t sprintf(" %s %s", e, (i in v) ? sprintf("%.1f", v[i] / n) : "-")
+					j = j sprintf("%s\"%s_per_pkt\":%s", j == "" ? "" : ",", k, (i in v) ? sprintf("%.2f", v[i] / n) : "null") }
+				print substr(t, 2); print "{" j "}" }' "$TMP/$tag-g.perfstat" 2>/dev/null)
+		if [ -n "$perft" ]; then
+			echo "    perf (the VMM process, --secs from its vCPU's start), per packet: $(head -n 1 <<<"$perft")" >>"$R_BD"
+			perfj=$(tail -n 1 <<<"$perft")
+		else
+			echo "    perf: no counts" >>"$R_BD"
+		fi
+	fi
+	R_BDJ=$(printf '{"window_s":%s,"packets":%s,"threads":[%s],"vmm_counters":%s,"perf":%s}' \
+		"$secs" "$cnt" "$(cat "$R_BD.json")" "$vmmj" "$perfj")
+}
+
+# profile_start NAME CFG: perf samples the process in $TMP/NAME.pid for --secs, from when a VMM
+# has its vCPU thread (perf -p follows only the threads that exist when it attaches).
+profile_start() {
+	local name=$1 pid
+	PROF_PID=""
+	pid=$(vmm_pid_wait "$name" "$2") || return 0
 	perf record -q -F 997 -p "$pid" -o "$TMP/$name.perf" -- sleep "$SECS" \
 		>/dev/null 2>"$TMP/$name.perf.err" &
 	PROF_PID=$!
@@ -603,13 +755,17 @@ profile_finish() {
 # here if nothing came at all). Sets hl (the tool's result) and line (the guest's).
 guest_against_host() {
 	local tag=$1 cfg=$2 tool=$3 test=$4 size=$5 hpid gpid
+	# shellcheck disable=SC2046 # breakdown_args: words without spaces
 	host_tool "$tag-host" "$tool" --bind "$HOST_IP" --port "$PORT" --buf "$BUF" \
-		--idle-ms 1000 --wait-secs "$((SECS + TIMEOUT))" --cpu-pid-file "$TMP/$tag-g.pid"
+		--idle-ms 1000 --wait-secs "$((SECS + TIMEOUT))" --cpu-pid-file "$TMP/$tag-g.pid" \
+		$(breakdown_args "$tag" "$cfg")
 	hpid=$LAST_PID
 	guest_start "$tag-g" "$cfg" 0 "$test" "$size"
 	gpid=$LAST_PID
 	[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
+	[ "$PERF" = 0 ] || perfstat_start "$tag-g" "$cfg"
 	wait_pid "$gpid"
+	[ "$PERF" = 0 ] || [ -z "$PERFSTAT_PID" ] || wait_pid "$PERFSTAT_PID"
 	[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
 	sleep 1.2
 	kill -TERM "$hpid" 2>/dev/null || true
@@ -721,6 +877,7 @@ run_one() {
 	CUR_CFG=$cfg CUR_SIZE=$size
 	R_SOCK="" R_ELAPSED="" R_MBPS="" R_PPS="" R_SENT="" R_RECV="" R_CPU=""
 	R_TPS="" R_P50="" R_P90="" R_P99="" R_MSZ="" R_PROF="" R_AFF="" R_TSO="" R_OFFL=""
+	R_BD="" R_BDJ=""
 	local link=tap # a veth for netns:, a tap for all others (the VMMs, tapwrite:, tapread:)
 	[ "$kind" != netns ] || link=netns
 	if [ "$CUR_LINK_KIND" != "$link" ]; then
@@ -764,10 +921,14 @@ run_one() {
 		local pin=()
 		[ -z "$HOST_PIN" ] || pin=(taskset -c "$HOST_PIN")
 		[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
+		[ "$PERF" = 0 ] || perfstat_start "$tag-g" "$cfg"
 		# The guest sink counts for --secs from the first datagram: send a second longer.
+		# shellcheck disable=SC2046 # breakdown_args: words without spaces
 		hl=$(ip netns exec "$NS" "${pin[@]}" "$UDPPERF" send --dest "${GUEST_IP[0]}" \
 			--port "$PORT" --size "$size" --secs "$((SECS + 1))" --buf "$BUF" \
-			--cpu-pid-file "$TMP/$tag-g.pid" 2>"$TMP/$tag-host.err") || true
+			--cpu-pid-file "$TMP/$tag-g.pid" $(breakdown_args "$tag" "$cfg") \
+			2>"$TMP/$tag-host.err") || true
+		[ "$PERF" = 0 ] || [ -z "$PERFSTAT_PID" ] || wait_pid "$PERFSTAT_PID"
 		[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
 		echo "$hl" >"$TMP/$tag-host.out"
 		# the guest sink ends by itself once the stream stops; the stand-in after 1 s idle
@@ -832,6 +993,7 @@ run_one() {
 		;;
 	esac
 	pinned_affinity "$tag"
+	[ "$BREAKDOWN" = 0 ] || breakdown_format "$tag" "$cfg"
 	return 0
 }
 
@@ -857,7 +1019,7 @@ pinned_affinity() {
 # Measure: per size and round, every configuration in turn (A, B, A, B ...)
 declare -A RES ROUND SPEEDUP SPEEDS
 NCFG=${#CONFIGS[@]}
-KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ PROF AFF TSO OFFL)
+KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ PROF AFF TSO OFFL BD BDJ)
 # Which configuration goes first alternates (A, B, then B, A, over sizes and rounds alike), so
 # that drift, warm-up and whatever the previous run left behind (host caches, the CPU's
 # frequency, a neighbour's load) fall on both equally.
@@ -1056,7 +1218,9 @@ if [ "$JSON" = 1 ]; then
 		[ $c = 0 ] || printf ','
 		printf '"%s"' "${CONFIGS[$c]}"
 	done
-	printf '],"results":['
+	printf ']'
+	[ "$BREAKDOWN" = 0 ] || printf ',"perf_note":"%s"' "$PERF_NOTE"
+	printf ',"results":['
 	first=1
 	for size in "${SIZE_LIST[@]}"; do
 		for ((c = 0; c < NCFG; c++)); do
@@ -1081,6 +1245,7 @@ if [ "$JSON" = 1 ]; then
 			if [ -n "${RES[$c,$size,OFFL]}" ]; then printf ',"offload":"%s"' "${RES[$c,$size,OFFL]}"; fi
 			if [ -n "${RES[$c,$size,TSO]}" ]; then printf ',"tso_frames":%s' "${RES[$c,$size,TSO]}"; fi
 			if [ -n "${RES[$c,$size,AFF]}" ]; then printf ',"affinity":"%s"' "${RES[$c,$size,AFF]}"; fi
+			[ "$BREAKDOWN" = 0 ] || printf ',"breakdown":%s' "${RES[$c,$size,BDJ]:-null}"
 			if [ "$NCFG" -ge 2 ] && [ $c = 1 ]; then
 				printf ',"speedup_pct":%s' "$(json_num "$(speedup "$size")")"
 				printf ',"speedup_pct_rounds":[%s]' "$(tr ' ' ',' <<<"${SPEEDS[$size]:-}")"
@@ -1097,6 +1262,18 @@ else
 		for ((c = 0; c < NCFG; c++)); do
 			a=$(for size in "${SIZE_LIST[@]}"; do echo "${RES[$c,$size,AFF]:--}"; done | sort -u | paste -sd ';')
 			printf '  %-16s %s\n' "${CONFIGS[$c]}" "$a"
+		done
+	fi
+	if [ "$BREAKDOWN" = 1 ]; then
+		echo
+		echo "Where each packet's time goes (per transaction for rr; method: docs/performance.md):"
+		[ -z "$PERF_NOTE" ] || echo "  (--perf skipped: $PERF_NOTE)"
+		for size in "${SIZE_LIST[@]}"; do
+			for ((c = 0; c < NCFG; c++)); do
+				echo "  ${CONFIGS[$c]} $size bytes:"
+				f=${RES[$c,$size,BD]}
+				if [ -n "$f" ] && [ -s "$f" ]; then cat "$f"; else echo "    (no breakdown)"; fi
+			done
 		done
 	fi
 	if [ "$PROFILE" = 1 ]; then

@@ -118,6 +118,13 @@ static void status_vcpus(struct json_writer *w, struct vm *vm)
 		json_member_string(w, "cpus", cpus);
 		json_member_bool(w, "pinned", vm->cfg->pinned[i]);
 		json_member_string(w, "state", vcpu_is_paused(vm, i) ? "paused" : "running");
+		json_key(w, "exits");
+		json_begin_object(w);
+		json_member_uint(w, "io", vcpu_exits(v, VCPU_EXIT_IO));
+		json_member_uint(w, "mmio", vcpu_exits(v, VCPU_EXIT_MMIO));
+		json_member_uint(w, "hlt", vcpu_exits(v, VCPU_EXIT_HLT));
+		json_member_uint(w, "other", vcpu_exits(v, VCPU_EXIT_OTHER));
+		json_end_object(w);
 		json_end_object(w);
 	}
 	json_end_array(w);

@@ -81,6 +81,32 @@ static void report_internal_error(struct vcpu *v, const char *what)
 	vm_request_stop(v->vm, EXIT_INTERNAL_ERROR);
 }
 
+enum vcpu_exit_class vcpu_exit_class(uint32_t exit_reason)
+{
+	switch (exit_reason) {
+	case KVM_EXIT_IO:
+		return VCPU_EXIT_IO;
+	case KVM_EXIT_MMIO:
+		return VCPU_EXIT_MMIO;
+	case KVM_EXIT_HLT:
+		return VCPU_EXIT_HLT;
+	default:
+		return VCPU_EXIT_OTHER;
+	}
+}
+
+void vcpu_count_exit(struct vcpu *v, uint32_t exit_reason)
+{
+	/* One writer: a relaxed load and store, no locked instruction on the exit path. */
+	uint64_t *c = &v->exits[vcpu_exit_class(exit_reason)];
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+}
+
+uint64_t vcpu_exits(const struct vcpu *v, enum vcpu_exit_class c)
+{
+	return __atomic_load_n(&v->exits[c], __ATOMIC_RELAXED);
+}
+
 /* Returns false when the thread should stop. */
 static bool handle_exit(struct vcpu *v)
 {
@@ -195,6 +221,7 @@ static void *vcpu_thread(void *arg)
 			vm_request_stop(vm, EXIT_VMM_ERROR);
 			break;
 		}
+		vcpu_count_exit(v, v->run->exit_reason);
 		if (!handle_exit(v))
 			break;
 	}

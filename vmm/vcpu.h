@@ -16,6 +16,12 @@ int vcpus_pause(struct vm *vm, unsigned timeout_ms);
 void vcpus_resume(struct vm *vm);
 /* Is vCPU i parked? */
 bool vcpu_is_paused(struct vm *vm, int i);
+/* The class a KVM_RUN exit reason is counted under. */
+enum vcpu_exit_class vcpu_exit_class(uint32_t exit_reason);
+/* Count one exit of vCPU v (its own thread only). */
+void vcpu_count_exit(struct vcpu *v, uint32_t exit_reason);
+/* vCPU v's exits of class c so far (any thread; racy by a few exits). */
+uint64_t vcpu_exits(const struct vcpu *v, enum vcpu_exit_class c);
 /* Kick every vCPU out of KVM_RUN and join the threads (paused ones too). */
 void vcpus_stop(struct vm *vm);
 

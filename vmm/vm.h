@@ -27,6 +27,15 @@ struct seccomp_policy;
 #define EXIT_TRIPLE_FAULT   98
 #define EXIT_INTERNAL_ERROR 99
 
+/* What a KVM_RUN exit was, for counting (netbench --breakdown: exits per packet). */
+enum vcpu_exit_class {
+	VCPU_EXIT_IO,	 /* KVM_EXIT_IO: a port access */
+	VCPU_EXIT_MMIO,	 /* KVM_EXIT_MMIO: an access to an unbacked guest-physical address */
+	VCPU_EXIT_HLT,	 /* KVM_EXIT_HLT */
+	VCPU_EXIT_OTHER, /* anything else (signals, system events, errors) */
+	VCPU_EXIT_CLASSES
+};
+
 struct vcpu {
 	struct vm *vm;
 	int index;
@@ -36,6 +45,9 @@ struct vcpu {
 	pid_t tid;
 	bool started;
 	bool paused; /* parked outside KVM_RUN (vcpus_pause); guarded by vm->pause_lock */
+	/* KVM_RUN exits by vcpu_exit_class: added to only by this vCPU's thread, read by status
+	 * with relaxed atomics (a figure a few exits old is fine for counting). */
+	uint64_t exits[VCPU_EXIT_CLASSES];
 };
 
 struct vm {

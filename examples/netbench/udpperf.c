@@ -30,6 +30,11 @@
 //                        reported as cpu_us= (read when the first datagram moves, and then
 //                        at most every 5 ms while datagrams move, so the end is within 5 ms)
 //   --ready-file FILE    created once the socket is bound (for scripts to wait on)
+//   --breakdown-file FILE  (sink, echo, send, rr; with --cpu-pid-file) per-thread CPU time and
+//                        context switches of the VMM and of this tool, sampled at the start of
+//                        the measured interval and near its end, to FILE (breakdown.h)
+//   --status-sock PATH   with --breakdown-file: minivmm's control socket, whose status is read
+//                        with each sample
 //
 // Output: one line of key=value pairs on stdout, starting with "udpperf: mode=...".
 // Exit status: 0 on success (also when nothing arrived: msgs=0), 2 on a usage error, 1 on an
@@ -55,8 +60,11 @@
 #define TOOL_USAGE                                                                                 \
 	"usage: udpperf sink|echo|send|rr|bulk-send|bulk-recv [--port P] [--dest IP] "             \
 	"[--bind IP] [--size S] [--secs N] [--buf BYTES] [--idle-ms N] [--wait-secs N] "           \
-	"[--timeout-ms N] [--mib N] [--cpu-pid-file FILE] [--ready-file FILE]"
+	"[--timeout-ms N] [--mib N] [--cpu-pid-file FILE] [--ready-file FILE] "                    \
+	"[--breakdown-file FILE] [--status-sock PATH]"
 #include "tool.h"
+
+#include "breakdown.h"
 
 #define MAX_DGRAM 65535
 #define BATCH	  64
@@ -67,6 +75,8 @@ struct opts {
 	const char *bind;
 	const char *cpu_pid_file;
 	const char *ready_file;
+	const char *breakdown_file;
+	const char *status_sock;
 	int port;
 	int size;
 	double secs;
@@ -255,6 +265,9 @@ static int run_sink(const struct opts *o, bool echo)
 	struct iovec iov[BATCH];
 	struct sockaddr_in from[BATCH];
 	struct cpu_watch cw = {.pid_file = o->cpu_pid_file, .hz = sysconf(_SC_CLK_TCK)};
+	static struct breakdown bd;
+	bd = (struct breakdown){
+	    .file = o->breakdown_file, .sock_path = o->status_sock, .sock_fd = -1};
 	// A sink only counts: MSG_TRUNC gives the real length, so small buffers do.
 	size_t len = echo ? MAX_DGRAM : 64;
 	unsigned long long msgs = 0, bytes = 0, errors = 0;
@@ -288,6 +301,7 @@ static int run_sink(const struct opts *o, bool echo)
 			bytes += mm[i].msg_len;
 			last_size = (int)mm[i].msg_len;
 		}
+		bd_tick(&bd, cw.pid, t, msgs);
 		if (echo) {
 			for (int i = 0; i < n; i++)
 				iov[i].iov_len = mm[i].msg_len;
@@ -310,6 +324,7 @@ static int run_sink(const struct opts *o, bool echo)
 	if (echo)
 		printf(" errors=%llu", errors);
 	cpu_print(&cw);
+	bd_finish(&bd);
 	printf("\n");
 	close(fd);
 	return 0;
@@ -328,6 +343,9 @@ static int run_send(const struct opts *o)
 	for (int i = 0; i < BATCH; i++)
 		mm[i].msg_hdr = (struct msghdr){.msg_iov = &iov, .msg_iovlen = 1};
 	struct cpu_watch cw = {.pid_file = o->cpu_pid_file, .hz = sysconf(_SC_CLK_TCK)};
+	static struct breakdown bd;
+	bd = (struct breakdown){
+	    .file = o->breakdown_file, .sock_path = o->status_sock, .sock_fd = -1};
 	unsigned long long msgs = 0, errors = 0;
 	double start = now_s(), t = start;
 	while (!stop_flag && t - start < o->secs) {
@@ -343,11 +361,13 @@ static int run_send(const struct opts *o)
 		}
 		msgs += (unsigned)n;
 		cpu_tick(&cw, t);
+		bd_tick(&bd, cw.pid, t, msgs);
 	}
 	printf("udpperf: mode=send");
 	print_rate(msgs, msgs * (unsigned long long)o->size, t - start);
 	printf(" size=%d sndbuf=%d errors=%llu", o->size, sock_buf(fd, false), errors);
 	cpu_print(&cw);
+	bd_finish(&bd);
 	printf("\n");
 	close(fd);
 	return 0;
@@ -372,6 +392,9 @@ static int run_rr(const struct opts *o)
 	if (!lat)
 		die("malloc");
 	struct cpu_watch cw = {.pid_file = o->cpu_pid_file, .hz = sysconf(_SC_CLK_TCK)};
+	static struct breakdown bd;
+	bd = (struct breakdown){
+	    .file = o->breakdown_file, .sock_path = o->status_sock, .sock_fd = -1};
 	unsigned long long lost = 0, bad = 0;
 	double start = now_s(), t = start;
 	while (!stop_flag && t - start < o->secs) {
@@ -407,6 +430,7 @@ static int run_rr(const struct opts *o)
 		}
 		lat[n++] = (t - t0) * 1e6;
 		cpu_tick(&cw, t);
+		bd_tick(&bd, cw.pid, t, n);
 	}
 	double secs = t - start;
 	qsort(lat, n, sizeof(*lat), cmp_double);
@@ -416,6 +440,7 @@ static int run_rr(const struct opts *o)
 	       "p90=%.1f p99=%.1f lost=%llu bad=%llu",
 	       o->size, n, secs, secs > 0 ? (double)n / secs : 0, p50, p90, p99, lost, bad);
 	cpu_print(&cw);
+	bd_finish(&bd);
 	printf("\n");
 	free(lat);
 	close(fd);
@@ -741,6 +766,10 @@ int main(int argc, char **argv)
 			o.cpu_pid_file = v;
 		else if (!strcmp(a, "--ready-file"))
 			o.ready_file = v;
+		else if (!strcmp(a, "--breakdown-file"))
+			o.breakdown_file = v;
+		else if (!strcmp(a, "--status-sock"))
+			o.status_sock = v;
 		else
 			usage_error("unknown flag", a);
 	}

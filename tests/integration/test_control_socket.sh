@@ -21,14 +21,17 @@ pid=$VMM_PID
 wait_line vm out '^probe: holding'
 [ -S "$sock" ] || fail "no socket at $sock"
 
-# status: vCPUs with their thread ids (as logged at start), the I/O thread, the devices.
+# status: vCPUs with their thread ids (as logged at start) and exits, the I/O thread, the devices.
 out=$(ctl status) || fail "status failed: $out"
 tid0=$(sed -n 's/^minivmm: vcpu 0: tid \([0-9]*\),.*/\1/p' "$TEST_TMP/vm.err")
 tid1=$(sed -n 's/^minivmm: vcpu 1: tid \([0-9]*\),.*/\1/p' "$TEST_TMP/vm.err")
 iotid=$(io_tid vm)
 grep -q '"ok":true' <<<"$out" || fail "status: $out"
-grep -q "{\"index\":1,\"tid\":$tid1,\"cpus\":\"[0-9,-]*\",\"pinned\":false,\"state\":\"running\"}" \
+grep -q "{\"index\":1,\"tid\":$tid1,\"cpus\":\"[0-9,-]*\",\"pinned\":false,\"state\":\"running\",\"exits\":{\"io\":[0-9]*,\"mmio\":[0-9]*,\"hlt\":[0-9]*,\"other\":[0-9]*}}" \
 	<<<"$out" || fail "status lacks vCPU 1 (tid $tid1): $out"
+# vCPU 0 printed the probe's banner on the serial port: port I/O exits, counted.
+grep -q "{\"index\":0,\"tid\":$tid0,[^}]*\"exits\":{\"io\":[1-9]" <<<"$out" ||
+	fail "status: no port I/O exits on vCPU 0: $out"
 grep -q "\"io_thread\":{\"tid\":$iotid," <<<"$out" || fail "status lacks the I/O thread: $out"
 grep -q '"label":"virtio-rng0","transport":"mmio","kicks":0,' <<<"$out" ||
 	fail "status lacks the rng device: $out"

@@ -336,6 +336,11 @@ sc_control() {
 	exec 7>&-
 	untaps mvt0
 	grep -q paused $W/ctl.log || fail "status did not report the pause"
+	# The guest's console is a port-I/O UART: exits counted by reason; the ping moved packets.
+	grep -q '"exits":{"io":[1-9][0-9]*,"mmio":[0-9]*,"hlt":[0-9]*,"other":[0-9]*}' $W/ctl.log ||
+		fail "status counted no port I/O exits: $(cat $W/ctl.log)"
+	grep -q '"kicks":[1-9][0-9]*,"wakeups":[1-9][0-9]*,"interrupts":[1-9]' $W/ctl.log ||
+		fail "status counted no kicks, wake-ups or interrupts: $(cat $W/ctl.log)"
 	expect_status ping 0
 }
 

@@ -6,7 +6,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <linux/kvm.h>
+
 #include "vmm/api.h"
+#include "vmm/vcpu.h"
 #include "vmm/vm.h"
 
 static struct vm vm;
@@ -218,4 +221,21 @@ Test(api_socket, ctl_snapshot_files_are_made_by_the_client_and_removed_on_failur
 	close(fd);
 	cr_assert_eq(ctl_main(5, argv), 2);
 	cr_assert_eq(access(keep, F_OK), 0, "ctl removed a directory it did not make");
+}
+
+/* status reports each vCPU's exits by reason as counted by vcpu_count_exit. */
+Test(api, status_vcpu_exits)
+{
+	static const uint32_t reasons[] = {KVM_EXIT_IO,	  KVM_EXIT_IO,	     KVM_EXIT_IO,
+					   KVM_EXIT_MMIO, KVM_EXIT_MMIO,     KVM_EXIT_HLT,
+					   KVM_EXIT_INTR, KVM_EXIT_SHUTDOWN, KVM_EXIT_IO,
+					   KVM_EXIT_MMIO, KVM_EXIT_INTR};
+	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++)
+		vcpu_count_exit(&vm.vcpus[0], reasons[i]);
+	char *r = req("{\"cmd\":\"status\"}");
+	cr_assert_not_null(strstr(r,
+				  "\"state\":\"running\",\"exits\":{\"io\":4,\"mmio\":3,\"hlt\":1,"
+				  "\"other\":3}}]"),
+			   "%s", r);
+	free(r);
 }
