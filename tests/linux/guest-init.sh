@@ -65,6 +65,11 @@ command_loop() {
 
 memfree() { sed -n 's/^MemFree: *\([0-9]*\) kB/\1/p' /proc/meminfo; }
 
+# The snapshot scenario's readings: the two files it wrote to /mnt, and both clocks
+# (CLOCK_MONOTONIC as the uptime in centiseconds, CLOCK_REALTIME in seconds).
+sums() { say "$1 f1=$(sha256sum </mnt/f1 | cut -d' ' -f1) f2=$(sha256sum </mnt/f2 | cut -d' ' -f1)"; }
+clocks() { say "$1 up_cs=$(cut -d' ' -f1 /proc/uptime | tr -d .) date_s=$(date +%s)"; }
+
 end() {
 	case "$(arg l2.end)" in
 	wait) command_loop ;;
@@ -185,6 +190,18 @@ balloon)
 	dd if=/dev/zero of=/tmp/fill bs=1M count=200 2>/dev/null
 	rm /tmp/fill
 	say "memfree=$(memfree)"
+	end
+	;;
+snapshot)
+	# Saved and restored by the test VM (scenarios.sh, sc_snapshot_linux): its ext4 disk
+	# mounted, eth0 on its tap, an rng; it writes, saves, restores and checks through the
+	# command loop (sums, clocks).
+	wait_for /dev/vda || fail "no /dev/vda"
+	mount -t ext4 /dev/vda /mnt || fail "cannot mount /dev/vda"
+	net_up eth0 10.0.2.15
+	ping -c 2 -W 5 10.0.2.1 >/dev/null && say "ping before ok" || say "FAIL ping before the snapshot"
+	wait_for /dev/hwrng || fail "no /dev/hwrng"
+	say "rng $(cat /sys/class/misc/hw_random/rng_current)"
 	end
 	;;
 ping)

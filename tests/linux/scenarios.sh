@@ -532,6 +532,142 @@ snapshot_devices() {
 }
 sc_snapshot_devices() { snapshot_devices mmio && snapshot_devices pci; }
 
+# l2_restore NAME DIR [minivmm args...]: minivmm --restore DIR in the background, as l2_start
+# (console in $W/NAME.out, stdin the FIFO $W/NAME.in that send writes to, VMM_JOB, VMM_PID),
+# once the previous VM is gone; returns when stderr reports the restore (fails if it ends first).
+l2_restore() {
+	local name=$1 dir=$2 i=0
+	shift 2
+	LAST=$name
+	exec 7>&-
+	mkfifo "$W/$name.in"
+	exec 7<>"$W/$name.in"
+	(
+		rc=0
+		timeout -s KILL 180 minivmm --restore "$dir" "$@" <"$W/$name.in" \
+			>"$W/$name.out" 2>"$W/$name.err" || rc=$?
+		echo $rc >"$W/$name.rc"
+	) &
+	VMM_JOB=$!
+	while ! grep -q 'restored' "$W/$name.err" 2>/dev/null; do
+		[ -f "$W/$name.rc" ] && { fail "$name: minivmm --restore ended (status $(cat "$W/$name.rc")): $(cat "$W/$name.err")"; return 1; }
+		[ $i -ge 600 ] && { fail "$name: not restored within 60s"; return 1; }
+		sleep 0.1
+		i=$((i + 1))
+	done
+	VMM_PID=$(pidof minivmm)
+}
+
+# wait_balloon SOCK PAGES: until the balloon's status shows the driver's actual_pages=PAGES.
+wait_balloon() {
+	local i=0
+	while [ $i -lt 120 ]; do
+		minivmm ctl --sock "$1" status >$W/balloon.status 2>&1
+		[ "$(json_num $W/balloon.status actual_pages)" = "$2" ] && return 0
+		sleep 0.5
+		i=$((i + 1))
+	done
+	fail "the balloon's actual_pages stayed at $(json_num $W/balloon.status actual_pages), wanted $2: $(cat $W/balloon.status)"
+}
+
+# Stock Linux saved and restored (issue 21). A guest with 2 vCPUs, an rng (mmio), a balloon, an
+# ext4 disk the test VM made and a tap (pci) has 64 MiB in its balloon, writes f1 (synced) and
+# f2 (left to writeback) to the disk and reads its clocks; it is saved, killed and restored
+# from the snapshot. The restored guest (not booted again) answers a shell line; its clocks did
+# not go back, nor forward by more than the time that passed in the test VM; it pings the test
+# VM and the test VM pings it; it reads both files back from the disk (caches dropped); its rng
+# gives incompressible bytes; its balloon has the saved 64 MiB and follows balloon-set 256 and
+# 0 through the restored VM's socket; it unmounts the disk and powers off (status 0). Then
+# e2fsck -f -n of the image passes in the test VM, and both files on it are as written.
+sc_snapshot_linux() {
+	truncate -s 64M $W/disk.img && /sbin/mke2fs -q -t ext4 $W/disk.img ||
+		{ fail "cannot make the ext4 image"; return 1; }
+	taps mvt0 || return 1
+	l2_start snapshot 180 --cpus 2 --memory 512M --rng,transport=mmio --balloon \
+		--disk path=$W/disk.img --net tap=mvt0 --api-sock $W/orig.sock -- x
+	wait_out snapshot 'L2: WAITING' 120 || return 1
+	expect_no_fail snapshot && expect_out snapshot 'L2: rng virtio_rng' || return 1
+	minivmm ctl --sock $W/orig.sock balloon-set 64 >$W/ctl.log 2>&1 || fail "balloon-set 64: $(cat $W/ctl.log)"
+	wait_balloon $W/orig.sock 16384 || return 1
+	send snapshot 'dd if=/dev/urandom of=/mnt/f1 bs=1M count=4 2>/dev/null; sync; dd if=/dev/urandom of=/mnt/f2 bs=1M count=1 2>/dev/null; sums wrote; clocks before'
+	wait_out snapshot 'L2: before ' 60 || return 1
+	local t0=$(date +%s)
+	timeout 120 minivmm ctl --sock $W/orig.sock snapshot $W/snap >>$W/ctl.log 2>&1 ||
+		{ fail "snapshot: $(cat $W/ctl.log)"; return 1; }
+	kill -KILL "$VMM_PID"
+	wait "$VMM_JOB"
+	echo "snapshot: $(du -k $W/snap/memory | cut -f1) KiB of memory on disk for 512 MiB RAM; $(grep -o 'snapshot written.*' $W/snapshot.err)"
+	l2_restore restored $W/snap --api-sock $W/restored.sock || return 1
+	grep 'restored' $W/restored.err
+
+	# The shell answers, and the clocks carry on from the save.
+	send restored 'say "answer=$((6 * 7))"'
+	wait_out restored 'L2: answer=42' 60 || return 1
+	send restored 'clocks after'
+	wait_out restored 'L2: after ' 30 || return 1
+	local real=$(($(date +%s) - t0))
+	local ub=$(l2_value snapshot up_cs) ua=$(l2_value restored up_cs)
+	local db=$(l2_value snapshot date_s) da=$(l2_value restored date_s)
+	echo "clocks: uptime ${ub} -> ${ua} cs, date ${db} -> ${da} s, ${real} s passed in the test VM"
+	[ "$ua" -ge "$ub" ] || fail "CLOCK_MONOTONIC went back across the restore: uptime ${ub} -> ${ua} cs"
+	[ "$da" -ge "$db" ] || fail "CLOCK_REALTIME went back across the restore: ${db} -> ${da} s"
+	[ $((ua - ub)) -le $(((real + 10) * 100)) ] ||
+		fail "CLOCK_MONOTONIC jumped forward: uptime ${ub} -> ${ua} cs in ${real} s"
+	[ $((da - db)) -le $((real + 10)) ] || fail "CLOCK_REALTIME jumped forward: ${db} -> ${da} s in ${real} s"
+
+	# The tap both ways.
+	send restored 'ping -c 3 -W 5 10.0.2.1 >/dev/null && say "ping after ok" || say "FAIL ping after the restore"'
+	wait_out restored 'L2: .*ping after' 60 || return 1
+	expect_out restored 'L2: ping after ok' || return 1
+	ping -c 3 -W 2 10.0.2.15 >$W/ping.log 2>&1 ||
+		fail "no ping answer from the restored guest: $(tail -n 2 $W/ping.log)"
+
+	# The files from the disk itself, not the page cache.
+	send restored 'sync; echo 3 >/proc/sys/vm/drop_caches; sums read'
+	wait_out restored 'L2: read ' 60 || return 1
+	local f1=$(l2_value snapshot f1) f2=$(l2_value snapshot f2)
+	[ -n "$f1" ] && [ "$(l2_value restored f1)" = "$f1" ] || fail "f1 read back after the restore differs"
+	[ -n "$f2" ] && [ "$(l2_value restored f2)" = "$f2" ] ||
+		fail "f2 (unsynced at the save) read back after the restore differs"
+
+	# 64 KiB from the restored rng (30 s at most) does not compress.
+	send restored 'say "rng after $(cat /sys/class/misc/hw_random/rng_current) gz=$(timeout 30 head -c 65536 /dev/hwrng | gzip -c | wc -c)"'
+	wait_out restored 'L2: rng after' 60 || return 1
+	expect_out restored 'L2: rng after virtio_rng' || return 1
+	local gz=$(l2_value restored gz)
+	[ "${gz:-0}" -gt 65000 ] || fail "64 KiB from the restored virtio-rng compressed to ${gz} bytes (short or patterned)"
+
+	# The balloon as saved, then inflated further and deflated through the restored VM's socket.
+	minivmm ctl --sock $W/restored.sock status >$W/restored.status 2>&1
+	[ "$(json_num $W/restored.status target_pages)" = 16384 ] &&
+		[ "$(json_num $W/restored.status actual_pages)" = 16384 ] ||
+		fail "the balloon's saved 64 MiB is not back: $(cat $W/restored.status)"
+	send restored 'say "memfree=$(memfree)"'
+	wait_out restored 'L2: memfree=' 30 || return 1
+	local free1=$(l2_value restored memfree)
+	minivmm ctl --sock $W/restored.sock balloon-set 256 >>$W/ctl.log 2>&1 || fail "balloon-set 256 on the restored VM"
+	wait_memfree restored -lt $((free1 - 150 * 1024)) && wait_balloon $W/restored.sock 65536 || return 1
+	minivmm ctl --sock $W/restored.sock balloon-set 0 >>$W/ctl.log 2>&1 || fail "balloon-set 0 on the restored VM"
+	# Deflated to 0: the 64 MiB inflated before the save come back too.
+	wait_memfree restored -gt $((free1 + 32 * 1024)) && wait_balloon $W/restored.sock 0 || return 1
+
+	# A clean shutdown, then the image in the test VM.
+	send restored 'umount /mnt && say "umounted" || say "FAIL umount /mnt"'
+	wait_out restored 'L2: .*umount' 60 || return 1
+	finish restored
+	untaps mvt0
+	expect_no_fail snapshot && expect_no_fail restored && expect_status restored 0 || return 1
+	! grep -q 'L2: BOOTED' $W/restored.out || fail "the restored guest booted again"
+	/sbin/e2fsck -f -n $W/disk.img >$W/fsck.log 2>&1 ||
+		{ cat $W/fsck.log; fail "e2fsck -f -n found errors after the restored guest's shutdown"; return 1; }
+	mkdir -p $W/m
+	mount -o loop,ro -t ext4 $W/disk.img $W/m || { fail "cannot mount the image"; return 1; }
+	local i1=$(sha256sum <$W/m/f1 | cut -d' ' -f1) i2=$(sha256sum <$W/m/f2 | cut -d' ' -f1)
+	umount $W/m
+	[ "$i1" = "$f1" ] || fail "f1 on the image differs from what the guest wrote"
+	[ "$i2" = "$f2" ] || fail "f2 on the image differs from what the guest wrote"
+}
+
 # The start-up floor's four-instruction guest (examples/tiny-guest.S) under minivmm --timing and
 # under examples/startup-floor: its byte out, its exit value, a complete timing line each.
 sc_startup() {
@@ -666,7 +802,7 @@ sc_probe_tcp() {
 	untaps mvt0
 }
 
-ALL_SCENARIOS="console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe startup snapshot snapshot_devices probe_tcp"
+ALL_SCENARIOS="console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe startup snapshot snapshot_devices snapshot_linux probe_tcp"
 
 # run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
 # VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.
