@@ -162,6 +162,10 @@ static char *status_response(struct vm *vm)
 	int paused = 0;
 	for (int i = 0; i < vm->nr_vcpus; i++)
 		paused += vcpu_is_paused(vm, i);
+	/* Paused as soon as a pause is asked for: a --restore --paused VM whose vCPU threads
+	 * have not parked yet has not run either. */
+	if (__atomic_load_n(&vm->pause_requested, __ATOMIC_SEQ_CST))
+		paused++;
 	const char *state = vm_is_stopping(vm) ? "stopping" : paused ? "paused" : "running";
 	json_member_string(&w, "state", state);
 	json_member_uint(&w, "memory_mib", vm->cfg->memory_bytes >> 20);

@@ -76,6 +76,11 @@ Test(api, status_and_shutdown)
 	    "%s", r);
 	cr_assert_not_null(strstr(r, "\"devices\":[]"), "%s", r);
 	free(r);
+	/* --restore --paused: paused from the start, before any vCPU thread has parked. */
+	vm.pause_requested = true;
+	r = req("{\"cmd\":\"status\"}");
+	cr_assert(!strncmp(r, "{\"ok\":true,\"state\":\"paused\"", 26), "%s", r);
+	free(r);
 	r = req("{\"cmd\":\"resume\"}");
 	cr_assert_str_eq(r, "{\"ok\":true}");
 	free(r);
