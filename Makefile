@@ -64,7 +64,13 @@ include firmware/firmware.mk
 # The start-up floor (examples/bench-boot.sh --startup): a program that does only what any KVM
 # VMM must to get a serial byte out, and the four-instruction PVH guest both boot.
 examples: $(BUILD)/examples/startup-floor $(BUILD)/examples/tiny-guest.elf \
-	$(BUILD)/examples/tcpperf
+	$(BUILD)/examples/tcpperf $(BUILD)/examples/first-byte
+
+# Process start to the first console byte, a text, a UDP echo (bench-boot.sh, bench-snapshot.sh,
+# the nested snapshot_user).
+$(BUILD)/examples/first-byte: examples/first-byte.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -Wall -Wextra -Werror -O2 -o $@ $<
 
 # The host end of the probe's TCP (examples/netbench.sh --proto tcp, the nested probe_tcp).
 $(BUILD)/examples/tcpperf: examples/netbench/tcpperf.c examples/netbench/tool.h

@@ -21,16 +21,26 @@
  * With --until TEXT, until_us is the time from the same start to the first appearance of TEXT
  * in the output (-1 if it never came): how long until the guest got somewhere (bench-snapshot.sh:
  * its first counter line, for a cold boot and for a restore alike).
+ *
+ * With --udp HOST:PORT it also sends a small datagram to HOST:PORT every --udp-every-us
+ * microseconds (default 500) from the start, and answer_us is the time to the first datagram
+ * that comes back holding the same bytes (-1 if none did): how long until the guest answered
+ * on the network (bench-snapshot.sh --net: a UDP echo service behind a hostfwd rule). With
+ * --stop, the child is killed once everything asked for (TEXT, the answer; the first byte when
+ * neither is) has been seen: for a guest that would run on.
  * exit is the child's exit status, or 128+signal. ram_rss_kb and ram_map_kb are -1 when no
  * mapping of that size was found (or --ram was not given); rss_kb is -1 when the child was
  * already exiting. maxrss_kb is the child's peak RSS (wait4 rusage). Exit status: 0 if a
- * measurement was made (whatever the child's status), 1 on timeout or no output, 2 on usage or
+ * measurement was made (whatever the child's status), 1 on timeout or no output (with --udp:
+ * no answer), 2 on usage or
  * set-up errors.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,6 +48,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,7 +73,8 @@ static int64_t now_ns(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: first-byte [--timeout SEC] [--ram BYTES] [--out FILE] "
-			"[--err FILE] [--until TEXT] -- COMMAND [ARG...]\n");
+			"[--err FILE] [--until TEXT] [--udp HOST:PORT [--udp-every-us N]] [--stop] "
+			"-- COMMAND [ARG...]\n");
 	exit(2);
 }
 
@@ -134,16 +146,44 @@ static void read_smaps(pid_t pid, uint64_t ram, long *rss_kb, long *ram_rss_kb, 
 		*rss_kb = total;
 }
 
+/* A UDP socket connected to HOST:PORT (IPv4), or -1. */
+static int udp_connect(const char *spec)
+{
+	char host[64];
+	const char *colon = strrchr(spec, ':');
+	if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof(host))
+		return -1;
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	char *end;
+	long port = strtol(colon + 1, &end, 10);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	if (*end || port <= 0 || port > 65535 || inet_pton(AF_INET, host, &a.sin_addr) != 1)
+		return -1;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 int main(int argc, char **argv)
 {
 	double timeout = 30;
 	uint64_t ram = 0;
-	const char *out_path = NULL, *err_path = NULL, *until = NULL;
+	const char *out_path = NULL, *err_path = NULL, *until = NULL, *udp = NULL;
+	long udp_every_us = 500;
+	int stop = 0;
 	int i;
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
+		}
+		if (!strcmp(argv[i], "--stop")) {
+			stop = 1;
+			continue;
 		}
 		if (i + 1 >= argc)
 			usage();
@@ -157,11 +197,21 @@ int main(int argc, char **argv)
 			err_path = argv[++i];
 		else if (!strcmp(argv[i], "--until"))
 			until = argv[++i];
+		else if (!strcmp(argv[i], "--udp"))
+			udp = argv[++i];
+		else if (!strcmp(argv[i], "--udp-every-us"))
+			udp_every_us = atol(argv[++i]);
 		else
 			usage();
 	}
-	if (i >= argc || timeout <= 0 || (until && (!*until || strlen(until) > 255)))
+	if (i >= argc || timeout <= 0 || (until && (!*until || strlen(until) > 255)) ||
+	    udp_every_us <= 0)
 		usage();
+	int udpfd = -1;
+	if (udp && (udpfd = udp_connect(udp)) < 0) {
+		fprintf(stderr, "first-byte: --udp %s: not an IPv4 HOST:PORT, or no socket\n", udp);
+		return 2;
+	}
 
 	FILE *out = NULL;
 	if (out_path && !(out = fopen(out_path, "w"))) {
@@ -218,20 +268,49 @@ int main(int argc, char **argv)
 	close(pfd[1]);
 
 	int64_t deadline = t0 + (int64_t)(timeout * 1e9), first = -1, until_at = -1;
+	int64_t answer_at = -1, next_send = t0;
+	/* What the datagrams carry: this run's start, so a late echo of another run's is no
+	 * answer. */
+	char token[32];
+	int token_len = snprintf(token, sizeof(token), "first-byte %lld", (long long)t0);
 	/* The output's last bytes, so that TEXT is found across reads too. */
 	char seen[4096 + 256];
 	size_t kept = 0, until_len = until ? strlen(until) : 0;
 	long rss_kb = -1, ram_rss_kb = -1, ram_map_kb = -1, bytes = 0;
 	int timed_out = 0;
 	char buf[4096];
+	int out_open = 1;
 	for (;;) {
-		int64_t left = deadline - now_ns();
+		int64_t now = now_ns(), left = deadline - now;
 		if (left <= 0) {
 			timed_out = 1;
 			break;
 		}
-		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-		int r = poll(&p, 1, (int)(left / 1000000) + 1);
+		/* A restored guest may print nothing: with --udp the answer is what counts. */
+		if (stop && (first >= 0 || until || udpfd >= 0) && (!until || until_at >= 0) &&
+		    (udpfd < 0 || answer_at >= 0)) {
+			kill(pid, SIGKILL);
+			break;
+		}
+		int waiting_answer = udpfd >= 0 && answer_at < 0;
+		if (waiting_answer && now >= next_send) {
+			/* A full socket buffer or an ICMP error from a port not yet forwarded: just
+			 * try again next time. */
+			if (send(udpfd, token, (size_t)token_len, 0) < 0 && errno != EAGAIN &&
+			    errno != ECONNREFUSED && errno != EINTR) {
+				perror("first-byte: send");
+				break;
+			}
+			next_send = now + udp_every_us * 1000;
+		}
+		if (!out_open && (!waiting_answer || exiting(pid)))
+			break; /* nothing more can come */
+		int64_t wait_ns = waiting_answer && next_send - now < left ? next_send - now : left;
+		struct pollfd p[2] = {{.fd = out_open ? pfd[0] : -1, .events = POLLIN},
+				      {.fd = waiting_answer ? udpfd : -1, .events = POLLIN}};
+		struct timespec ts = {.tv_sec = wait_ns / 1000000000,
+				      .tv_nsec = wait_ns % 1000000000};
+		int r = ppoll(p, 2, &ts, NULL);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -240,11 +319,21 @@ int main(int argc, char **argv)
 		}
 		if (r == 0)
 			continue;
+		if (p[1].revents) {
+			char reply[64];
+			ssize_t got = recv(udpfd, reply, sizeof(reply), 0);
+			if (got == token_len && !memcmp(reply, token, (size_t)token_len))
+				answer_at = now_ns() - t0;
+		}
+		if (!p[0].revents)
+			continue;
 		ssize_t n = read(pfd[0], buf, first < 0 ? 1 : sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			break;
+		if (n <= 0) {
+			out_open = 0; /* the child is done with its output; an answer may be due */
+			continue;
+		}
 		if (first < 0) {
 			first = now_ns() - t0;
 			read_smaps(pid, ram, &rss_kb, &ram_rss_kb, &ram_map_kb);
@@ -282,5 +371,7 @@ int main(int argc, char **argv)
 	       ru.ru_maxrss, bytes, timed_out);
 	if (until)
 		printf("until_us=%" PRId64 "\n", until_at < 0 ? (int64_t)-1 : until_at / 1000);
-	return first < 0 || timed_out ? 1 : 0;
+	if (udpfd >= 0)
+		printf("answer_us=%" PRId64 "\n", answer_at < 0 ? (int64_t)-1 : answer_at / 1000);
+	return (udpfd >= 0 ? answer_at < 0 : first < 0) || timed_out ? 1 : 0;
 }

@@ -7,13 +7,16 @@
  * (rng_bytes=, all devices together), so their queues must work on after a restore.
  * counter.blk=1: line K also writes 64 KiB of the word K at byte (K - 1) * 64 KiB of the first
  * virtio-blk disk and reads it back (blk=ok); after the last line every block is read again
- * ("probe: counter blk verified=N"), so a write lost across a snapshot shows. Fails if
+ * ("probe: counter blk verified=N"), so a write lost across a snapshot shows. counter.high=1:
+ * the pattern lives in the last MiB of RAM above 4 GiB instead (needs --memory above 3 GiB:
+ * RAM past the PCI hole), so a snapshot must carry that region too. Fails if
  * the CRC changes or, with APs, if
  * T stops growing; passes after counter.max lines (default: never). A restored guest carries on
  * from the K it was saved at with the same C, without a new banner.
  */
 #include "boot_info.h"
 #include "cmdline.h"
+#include "paging.h"
 #include "crc32.h"
 #include "cpu_tables.h"
 #include "printf.h"
@@ -29,7 +32,7 @@
 
 #define BLK_CHUNK 65536
 
-static uint8_t pattern[PATTERN_BYTES] __attribute__((aligned(4096)));
+static uint8_t low_pattern[PATTERN_BYTES] __attribute__((aligned(4096)));
 static uint64_t blk_buf[BLK_CHUNK / 8] __attribute__((aligned(4096)));
 static struct vblk disk;
 static volatile uint64_t ap_ticks[MAX_CPUS];
@@ -83,9 +86,28 @@ static uint64_t param_u64(const char *key, uint64_t def)
 	return def;
 }
 
+/* The last MiB of the highest e820 RAM range above 4 GiB that paging maps, or 0. */
+static uint8_t *high_pattern(void)
+{
+	uint64_t top = 0;
+	for (unsigned i = 0; i < boot_info.e820_count; i++) {
+		const struct e820_entry *e = &boot_info.e820[i];
+		uint64_t end = (e->addr + e->size) & ~(uint64_t)(PATTERN_BYTES - 1);
+		if (end > PAGING_MAP_LIMIT)
+			end = PAGING_MAP_LIMIT;
+		if (e->type == E820_RAM && end > top && end - PATTERN_BYTES >= e->addr &&
+		    end - PATTERN_BYTES >= (4ull << 30))
+			top = end;
+	}
+	return top ? (uint8_t *)(top - PATTERN_BYTES) : 0;
+}
+
 const char *test_counter(void)
 {
 	uint64_t ms = param_u64("counter.ms", 200), max = param_u64("counter.max", 0);
+	uint8_t *pattern = low_pattern;
+	if (param_u64("counter.high", 0) && !(pattern = high_pattern()))
+		return "counter.high: no RAM above 4 GiB";
 	uint64_t khz = tsc_khz() ? tsc_khz() : 1000000;
 	uint64_t seed = rdtsc() | 1;
 	for (uint32_t i = 0; i < PATTERN_BYTES; i++) {
@@ -117,8 +139,8 @@ const char *test_counter(void)
 		if (disk.capacity * 512 < (max ? max : 1) * BLK_CHUNK)
 			return "disk too small for counter.max blocks";
 	}
-	kprintf("probe: counter start cpus=%u rng=%u blk=%d crc32=%08x\n", res.online, nrng, blk,
-		crc);
+	kprintf("probe: counter start cpus=%u rng=%u blk=%d crc32=%08x pattern=0x%lx\n", res.online,
+		nrng, blk, crc, (uint64_t)pattern);
 	uint64_t last_ticks = 0;
 	for (uint64_t k = 1; !max || k <= max; k++) {
 		uint64_t start = rdtsc();

@@ -73,10 +73,12 @@ pack "$L2" "$OUT/l2-initramfs.gz"
 # L1: the test VM that runs minivmm on its nested /dev/kvm.
 L1=$OUT/l1-root
 base_root "$L1"
-copy_modules "$L1/modules" irqbypass kvm kvm-amd tun loop
+# sch_netem, ifb and the rest: the lossy link of probe_tcp_loss (with iproute2's tc below).
+copy_modules "$L1/modules" irqbypass kvm kvm-amd tun loop sch_netem sch_ingress cls_matchall \
+	act_mirred ifb
 copy_binary "$L1" "$MINIVMM"
 mv "$L1$MINIVMM" "$L1/bin/minivmm"
-for b in /sbin/e2fsck /sbin/mke2fs /usr/bin/script; do copy_binary "$L1" "$b"; done
+for b in /sbin/e2fsck /sbin/mke2fs /usr/bin/script /usr/sbin/tc; do copy_binary "$L1" "$b"; done
 cp /etc/mke2fs.conf "$L1/etc/"
 mkdir -p "$L1/l2"
 cp "$VMLINUZ" "$L1/l2/vmlinuz"
@@ -93,6 +95,8 @@ cp "$ROOT/build/firmware/probe.elf" "$ROOT/build/firmware/probe.bzImage" "$L1/pr
 cp "$ROOT/build/examples/tiny-guest.elf" "$ROOT/build/examples/startup-floor" "$L1/probe/"
 # The host end of the probe's TCP (make examples; the probe_tcp scenario).
 cp "$ROOT/build/examples/tcpperf" "$L1/probe/"
+# The timer of bench-snapshot.sh --net (make examples; the snapshot_user scenario).
+cp "$ROOT/build/examples/first-byte" "$L1/probe/"
 cp "$HERE/host-init.sh" "$L1/init"
 cp "$HERE/scenarios.sh" "$L1/scenarios.sh"
 chmod +x "$L1/init"
