@@ -26,7 +26,7 @@ FW_UNIT_SRCS := firmware/net/tcp.c firmware/net/vnet_hdr.c
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o) $(FW_UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \
-	check-layers clean fuzz fuzz-coverage mutants examples seccomp-cost
+	check-layers clean fuzz fuzz-coverage mutants examples seccomp-cost snapshot-cost
 all: $(BUILD)/minivmm firmware examples
 
 $(BUILD)/minivmm: $(VMM_OBJS)
@@ -54,6 +54,14 @@ $(BUILD)/obj/gen/seccomp_programs.o: $(BUILD)/gen/seccomp_programs.c vmm/seccomp
 seccomp-cost: $(BUILD)/tools/seccomp_cost
 	./$(BUILD)/tools/seccomp_cost $(RUNS)
 $(BUILD)/tools/seccomp_cost: $(BUILD)/obj/tools/seccomp_cost.o $(LIB_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# What saving guest RAM costs, skipping never-touched pages or reading them (not part of `make test`).
+GIB ?= 4
+TOUCH_MIB ?= 16
+snapshot-cost: $(BUILD)/tools/snapshot_cost
+	./$(BUILD)/tools/snapshot_cost $(GIB) $(TOUCH_MIB)
+$(BUILD)/tools/snapshot_cost: $(BUILD)/obj/tools/snapshot_cost.o $(LIB_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/unit-tests: $(UNIT_OBJS) $(LIB_OBJS)

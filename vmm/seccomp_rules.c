@@ -148,6 +148,9 @@ static const struct syscall_rule syscalls[] = {
     {"ftruncate", IO, CONTROL_SOCKET},
     {"pwrite64", IO, CONTROL_SOCKET},
     {"fsync", IO, CONTROL_SOCKET},
+    /* which pages of guest RAM never held data (mem_holes.c: /proc/self/pagemap, opened at
+     * start) */
+    {"pread64", IO, CONTROL_SOCKET},
 };
 
 struct ioctl_rule {

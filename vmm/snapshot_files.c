@@ -11,6 +11,7 @@
 
 #include "json.h"
 #include "vmm/base/crc32.h"
+#include "vmm/base/mem_holes.h"
 
 #define PAGE	     4096
 #define HEADER_MAX   4096
@@ -40,39 +41,52 @@ static int write_all(int fd, const void *buf, size_t len, off_t off)
 	return 0;
 }
 
+/* Is the page at byte j of a region (p, size; at byte base of the mapping) all zeros? A page
+ * the host never gave memory is, without being read (mem_holes.h: reading it would fault it in);
+ * a last partial page counts as data. */
+static bool zero_page(struct mem_holes *h, const uint8_t *p, uint64_t size, uint64_t base,
+		      uint64_t j)
+{
+	static const uint8_t zero[PAGE];
+	return size - j >= PAGE && (mem_holes_is_hole(h, base + j) || !memcmp(p + j, zero, PAGE));
+}
+
 /* Guest RAM, region after region; all-zero pages stay holes. *crc covers every byte (the
  * holes through crc32_zeros, without reading them again). */
 static int write_memory(int fd, const struct guest_mem *mem, uint32_t *crc)
 {
-	static const uint8_t zero[PAGE];
 	if (ftruncate(fd, (off_t)mem->ram_size) < 0)
 		return -1;
+	struct mem_holes *h = malloc(sizeof(*h));
+	if (!h)
+		return -1;
+	mem_holes_init(h, mem);
 	uint32_t c = 0;
 	off_t off = 0;
-	for (int r = 0; r < mem->nr_regions; r++) {
+	int rc = 0;
+	for (int r = 0; r < mem->nr_regions && !rc; r++) {
 		const uint8_t *p = mem->regions[r].hva;
-		uint64_t size = mem->regions[r].size;
-		for (uint64_t j = 0; j < size;) {
-			/* A run of pages with data (a last partial page counts as data), then one
-			 * of zero pages. */
+		uint64_t size = mem->regions[r].size, base = (uint64_t)(p - mem->mapping);
+		for (uint64_t j = 0; j < size && !rc;) {
+			/* A run of pages with data, then one of zero pages. */
 			uint64_t k = j;
-			while (k < size && (size - k < PAGE || memcmp(p + k, zero, PAGE)))
+			while (k < size && !zero_page(h, p, size, base, k))
 				k += size - k < PAGE ? size - k : PAGE;
 			if (k > j) {
 				c = crc32_update(c, p + j, k - j);
-				if (write_all(fd, p + j, k - j, off + (off_t)j))
-					return -1;
+				rc = write_all(fd, p + j, k - j, off + (off_t)j);
 			}
 			uint64_t z = k;
-			while (z < size && size - z >= PAGE && !memcmp(p + z, zero, PAGE))
+			while (z < size && zero_page(h, p, size, base, z))
 				z += PAGE;
 			c = crc32_zeros(c, z - k);
 			j = z;
 		}
 		off += (off_t)size;
 	}
+	free(h);
 	*crc = c;
-	return fsync(fd);
+	return rc ? rc : fsync(fd);
 }
 
 /* The CRC-32 of a file of size bytes, reading only its data (SEEK_DATA/SEEK_HOLE): a sparse

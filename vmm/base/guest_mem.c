@@ -1,6 +1,7 @@
 #include "guest_mem.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@ static void layout(struct guest_mem *mem, uint8_t *backing, uint64_t ram_size)
 	uint64_t low = ram_size < MMIO_HOLE_START ? ram_size : MMIO_HOLE_START;
 	mem->regions[0] = (struct mem_region){.gpa = 0, .size = low, .hva = backing};
 	mem->nr_regions = 1;
+	mem->pagemap_fd = mem->file_fd = -1;
 	if (ram_size > low) {
 		mem->regions[1] = (struct mem_region){
 		    .gpa = MMIO_HOLE_END, .size = ram_size - low, .hva = backing + low};
@@ -70,6 +72,7 @@ int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate)
 	madvise(p, ram_size, MADV_HUGEPAGE);
 	layout(mem, p, ram_size);
 	mem->populate_pending = async;
+	mem->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	return 0;
 }
 
@@ -80,6 +83,8 @@ int guest_mem_init_file(struct guest_mem *mem, uint64_t ram_size, int fd)
 		return -errno;
 	madvise(p, ram_size, MADV_DONTDUMP);
 	layout(mem, p, ram_size);
+	mem->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	mem->file_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	return 0;
 }
 
@@ -114,8 +119,13 @@ void guest_mem_init_with(struct guest_mem *mem, uint8_t *backing, uint64_t ram_s
 void guest_mem_destroy(struct guest_mem *mem)
 {
 	guest_mem_stop_populate(mem);
-	if (mem->mapping)
+	if (mem->mapping) { /* laid out: the descriptors are open or -1 */
 		munmap(mem->mapping, mem->ram_size);
+		if (mem->pagemap_fd >= 0)
+			close(mem->pagemap_fd);
+		if (mem->file_fd >= 0)
+			close(mem->file_fd);
+	}
 	memset(mem, 0, sizeof(*mem));
 }
 

@@ -24,6 +24,10 @@ struct guest_mem {
 	int nr_regions;
 	uint64_t ram_size; /* total bytes of RAM */
 	uint8_t *mapping;  /* the single host mapping backing all regions */
+	/* For finding never-touched pages without touching them (mem_holes.h): /proc/self/pagemap
+	 * and the snapshot file RAM was mapped from, opened at init (before any sandbox), or -1. */
+	int pagemap_fd;
+	int file_fd;
 	/* Background pre-faulting (see guest_mem_init). */
 	pthread_t populate_thread;
 	bool populate_pending;
