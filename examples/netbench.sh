@@ -20,9 +20,18 @@
 #   g2h  guest tcp_stream -> host `tcpperf recv`, which checks every byte: throughput as received
 #   h2g  host `tcpperf send` -> guest tcp_sink, which checks every byte: throughput as received
 #   rr   guest tcp_rr <-> host `tcpperf rr-server`: transactions/s and latency percentiles
-#   A stream row moves --mib MiB (default 64) on one connection, whatever --sizes says; its
-#   Message Size column is the MSS the guest used. The socket size, packets/s, loss and VMM CPU
-#   columns are "-" for TCP. A row fails if a byte arrives wrong.
+#   A stream row moves --mib MiB (default 64) on one connection; --sizes is the application's
+#   write size (netperf's -m, 1 to 65536 bytes; default "64 1448 65536"): the probe's
+#   net.write=N (N bytes per tcp_send call) and `tcpperf send --write N` (N bytes per send()),
+#   one row per size, shown as its Message Size ("message_bytes" and "write_bytes" in --json,
+#   with the connection's "mss"). Neither sender delays small writes: the probe's TCP has no
+#   Nagle algorithm and tcpperf sets TCP_NODELAY, so a 64-byte write goes out as a 64-byte
+#   segment while the windows allow, and only what waits for the window goes out together
+#   (Linux's netperf TCP_STREAM -m 64 leaves Nagle on, which coalesces the writes into full
+#   segments: its 64 B figure measures the copy, ours the per-packet path). --json has the
+#   sender's data segments ("segs": the probe counts a TSO segment once, Linux the segments it
+#   is cut into; "small_segs": the probe's shorter than the MSS). The socket size, packets/s,
+#   loss and VMM CPU columns are "-" for TCP. A row fails if a byte arrives wrong.
 #
 # --offload on|off: the same transmit/receive offloads for every VM configuration, so a
 # comparison stays like with like: the probe's net.offload=on|off (CSUM + HOST_TSO4: TSO
@@ -166,18 +175,22 @@ bench_positive SECS TIMEOUT
 for p in "$VCPU_PIN" "$IO_PIN" "$HOST_PIN"; do
 	[[ -z "$p" || "$p" =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] || die "bad CPU list: $p"
 done
+# A TCP stream row is one --mib MiB transfer in writes of the row's size.
+TCP_STREAM=0
+[[ "$PROTO" != tcp || "$DIR" == rr ]] || TCP_STREAM=1
 if [ -z "$SIZES" ]; then
 	case "$DIR" in
 	pps | rr) SIZES="64" ;;
 	*) SIZES="32 64 128 256 512 1024 2048 4096 8192 16384 32768 65507" ;;
 	esac
+	[ "$TCP_STREAM" = 0 ] || SIZES="64 1448 65536"
 fi
-# A TCP stream row is one --mib MiB transfer: one "size", the MiB.
-[[ "$PROTO" != tcp || "$DIR" == rr ]] || SIZES=$MIB
+MAX_SIZE=65507
+[ "$TCP_STREAM" = 0 ] || MAX_SIZE=65536
 read -r -a SIZE_LIST <<<"${SIZES//,/ }"
 for s in "${SIZE_LIST[@]}"; do
-	if ! [[ "$s" =~ ^[0-9]+$ ]] || [ "$s" -lt 1 ] || [ "$s" -gt 65507 ]; then
-		die "message sizes must be 1 to 65507: $s"
+	if ! [[ "$s" =~ ^[0-9]+$ ]] || [ "$s" -lt 1 ] || [ "$s" -gt $MAX_SIZE ]; then
+		die "message sizes must be 1 to $MAX_SIZE: $s"
 	fi
 	[[ " ${SEEN_SIZES:-} " != *" $s "* ]] || die "message size $s is listed twice (use --rounds)"
 	SEEN_SIZES="${SEEN_SIZES:-} $s"
@@ -391,6 +404,7 @@ guest_start() {
 	local cmdline="test=$test net.ip=${GUEST_IP[$i]}/24 net.peer=$peer net.port=$PORT"
 	cmdline+=" net.peer_port=$PORT net.secs=$secs net.size=$size net.sizes=$size"
 	[ "$PROTO" = udp ] || cmdline+=" net.tcp_mib=$MIB"
+	[ "$TCP_STREAM" = 0 ] || cmdline+=" net.write=$size"
 	[ -z "$OFFLOAD" ] || cmdline+=" net.offload=$OFFLOAD"
 	[ -z "${PROBE_ARGS:-}" ] || cmdline+=" $PROBE_ARGS"
 	local cmd=() ns=$NS
@@ -423,7 +437,7 @@ guest_start() {
 		udp_rr)
 			cmd=("$UDPPERF" rr --dest "$peer" --port "$PORT" --size "$size" --secs "$secs") ;;
 		tcp_stream)
-			cmd=("$TCPPERF" send --dest "$peer" --port "$PORT" --mib "$MIB") ;;
+			cmd=("$TCPPERF" send --dest "$peer" --port "$PORT" --mib "$MIB" --write "$size") ;;
 		tcp_sink)
 			cmd=("$TCPPERF" recv --port "$PORT" --mib "$MIB" --wait-secs "$TIMEOUT"
 				--ready-file "$TMP/$name.ready") ;;
@@ -802,6 +816,17 @@ mss_of() {
 	echo "$m"
 }
 
+# tcp_write_check NAME LINE SIZE: the sender (the probe's result LINE or tcpperf send's) wrote
+# in writes of SIZE bytes: it says write=SIZE and made at least one call per write.
+tcp_write_check() {
+	local w n
+	w=$(kv write "$2") n=$(kv sends "$2")
+	if [ "$w" != "$3" ] || [ "${n:-0}" -lt $((((MIB << 20) + $3 - 1) / $3)) ]; then
+		row_failed "$1" "the sender did not write $3 bytes at a time (write=$w sends=$n)"
+		return 1
+	fi
+}
+
 # offload_of NAME: R_OFFL, the offloads the probe negotiated (its "probe: net" line), if any.
 offload_of() {
 	R_OFFL=$(tr -d '\r' <"$TMP/$1.out" 2>/dev/null | sed -n 's/^probe: net .* offload=\([^ ]*\).*/\1/p' | tail -n 1)
@@ -831,8 +856,9 @@ run_tcp() {
 			row_failed "$tag-g" "the guest's stream failed"
 			return
 		fi
-		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl") R_MSZ=$(mss_of "$tag-g" "$line")
-		R_TSO=$(kv tso_frames "$line")
+		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl") R_MSS=$(mss_of "$tag-g" "$line")
+		R_TSO=$(kv tso_frames "$line") R_SEGS=$(kv segs "$line") R_SMALL=$(kv small_segs "$line")
+		tcp_write_check "$tag-g" "$line" "$size" || return
 		;;
 	h2g)
 		guest_start "$tag-g" "$cfg" 0 tcp_sink "$size"
@@ -840,7 +866,7 @@ run_tcp() {
 		guest_wait_ready "$tag-g" "$gpid" || { row_failed "$tag-g" "the guest sink did not start"; return; }
 		[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
 		hl=$(ip netns exec "$NS" "${pin[@]}" "$TCPPERF" send --dest "${GUEST_IP[0]}" \
-			--port "$PORT" --mib "$MIB" 2>"$TMP/$tag-host.err") || true
+			--port "$PORT" --mib "$MIB" --write "$size" 2>"$TMP/$tag-host.err") || true
 		[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
 		echo "$hl" >"$TMP/$tag-host.out"
 		wait_pid "$gpid"
@@ -849,7 +875,9 @@ run_tcp() {
 		! tcp_failed "$tag-g" "$line" || { row_failed "$tag-g" "the guest's check failed: $line"; return; }
 		[ "$(kv ok "$hl")" = 1 ] || { row_failed "$tag-host" "tcpperf send: $hl"; return; }
 		# the host's time (connect to close, three decimals), the rate the guest received
-		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$line") R_MSZ=$(mss_of "$tag-g" "$hl")
+		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$line") R_MSS=$(mss_of "$tag-g" "$hl")
+		R_SEGS=$(kv segs "$hl")
+		tcp_write_check "$tag-host" "$hl" "$size" || return
 		;;
 	rr)
 		host_tool "$tag-host" rr-server --bind "$HOST_IP" --port "$PORT" --size "$size" \
@@ -877,6 +905,7 @@ run_one() {
 	CUR_CFG=$cfg CUR_SIZE=$size
 	R_SOCK="" R_ELAPSED="" R_MBPS="" R_PPS="" R_SENT="" R_RECV="" R_CPU=""
 	R_TPS="" R_P50="" R_P90="" R_P99="" R_MSZ="" R_PROF="" R_AFF="" R_TSO="" R_OFFL=""
+	R_MSS="" R_SEGS="" R_SMALL=""
 	R_BD="" R_BDJ=""
 	local link=tap # a veth for netns:, a tap for all others (the VMMs, tapwrite:, tapread:)
 	[ "$kind" != netns ] || link=netns
@@ -1019,7 +1048,7 @@ pinned_affinity() {
 # Measure: per size and round, every configuration in turn (A, B, A, B ...)
 declare -A RES ROUND SPEEDUP SPEEDS
 NCFG=${#CONFIGS[@]}
-KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ PROF AFF TSO OFFL BD BDJ)
+KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ PROF AFF TSO OFFL BD BDJ MSS SEGS SMALL)
 # Which configuration goes first alternates (A, B, then B, A, over sizes and rounds alike), so
 # that drift, warm-up and whatever the previous run left behind (host caches, the CPU's
 # frequency, a neighbour's load) fall on both equally.
@@ -1079,8 +1108,8 @@ spread() {
 # title: the test's name, first line of the table and the plot's title
 title() {
 	[ "$PROTO" = udp ] || case "$DIR" in
-	g2h) echo "TCP STREAM TEST from ${GUEST_IP[0]} (guest tcp_stream) to $HOST_IP (host tcpperf recv) : $MIB MiB per run" ;;
-	h2g) echo "TCP STREAM TEST from $HOST_IP (host tcpperf send) to ${GUEST_IP[0]} (guest tcp_sink) : $MIB MiB per run" ;;
+	g2h) echo "TCP STREAM TEST from ${GUEST_IP[0]} (guest tcp_stream) to $HOST_IP (host tcpperf recv) : $MIB MiB per run, message size = write size" ;;
+	h2g) echo "TCP STREAM TEST from $HOST_IP (host tcpperf send) to ${GUEST_IP[0]} (guest tcp_sink) : $MIB MiB per run, message size = write size" ;;
 	rr) echo "TCP REQUEST/RESPONSE TEST from ${GUEST_IP[0]} (guest tcp_rr) to $HOST_IP (host tcpperf rr-server) : $SECS s per size" ;;
 	esac
 	[ "$PROTO" = tcp ] || case "$DIR" in
@@ -1244,6 +1273,11 @@ if [ "$JSON" = 1 ]; then
 			printf ',"vmm_cpu_us_per_pkt":%s' "$(json_num "${RES[$c,$size,CPU]}")"
 			if [ -n "${RES[$c,$size,OFFL]}" ]; then printf ',"offload":"%s"' "${RES[$c,$size,OFFL]}"; fi
 			if [ -n "${RES[$c,$size,TSO]}" ]; then printf ',"tso_frames":%s' "${RES[$c,$size,TSO]}"; fi
+			if [ "$TCP_STREAM" = 1 ]; then
+				printf ',"write_bytes":%s,"mss":%s' "$size" "$(json_num "${RES[$c,$size,MSS]}")"
+				printf ',"segs":%s' "$(json_num "${RES[$c,$size,SEGS]}")"
+				if [ -n "${RES[$c,$size,SMALL]}" ]; then printf ',"small_segs":%s' "${RES[$c,$size,SMALL]}"; fi
+			fi
 			if [ -n "${RES[$c,$size,AFF]}" ]; then printf ',"affinity":"%s"' "${RES[$c,$size,AFF]}"; fi
 			[ "$BREAKDOWN" = 0 ] || printf ',"breakdown":%s' "${RES[$c,$size,BDJ]:-null}"
 			if [ "$NCFG" -ge 2 ] && [ $c = 1 ]; then

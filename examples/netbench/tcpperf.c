@@ -1,7 +1,8 @@
 // tcpperf: the host side of TCP benchmarks against the probe (test=tcp_stream|tcp_sink|tcp_rr),
 // a small TCP traffic tool on plain Linux sockets.
 //
-//   tcpperf send --dest IP [--port P] [--mib N] [--flip OFFSET] [--wait-secs N] [--idle-ms N]
+//   tcpperf send --dest IP [--port P] [--mib N] [--write N] [--flip OFFSET] [--wait-secs N]
+//                [--idle-ms N]
 //   tcpperf recv [--port P] [--bind IP] [--mib N] [--wait-secs N] [--idle-ms N]  (alias: sink)
 //   tcpperf rr-server [--port P] [--bind IP] [--size S] [--flip OFFSET] [--wait-secs N]
 //                     [--idle-ms N]
@@ -11,10 +12,16 @@
 // tcp_sink checks (firmware/tests/test_net.h, net_tcp_pattern).
 // send       connects, sends --mib MiB (default 64) of the stream, shuts its side down and
 //            waits for the peer's close; --flip OFFSET sends byte OFFSET wrong (to test a
-//            receiver's check). Rate over connect..peer close.
+//            receiver's check). Rate over connect..peer close. --write N (default 1 MiB): the
+//            application's write size (netperf's -m), N bytes per send() (a partial send goes
+//            on with the rest of the same write; sends= counts the calls). TCP_NODELAY, as the
+//            probe's TCP has no Nagle: a small write goes out at once while the windows allow.
+//            segs= is what the kernel says it sent with data (TCP_INFO tcpi_data_segs_out; a
+//            TSO/GSO segment counts as the segments it is cut into), -1 where it does not say.
 // recv/sink  accepts one connection (waiting --wait-secs, default 30), receives until the peer
 //            closes and checks every byte; bad= counts wrong bytes, first_bad= the first one's
 //            offset. With --mib N the stream must be exactly N MiB. Rate over accept..close.
+//            segs= the data segments the kernel received (tcpi_data_segs_in), -1 if unknown.
 // rr-server  accepts one connection and echoes requests of --size bytes (each read whole,
 //            then sent back) until the peer closes; TCP_NODELAY. --flip OFFSET echoes byte
 //            OFFSET of all it sends wrong (to test a client's check).
@@ -32,9 +39,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <linux/tcp.h> // (not netinet/tcp.h: its struct tcp_info lacks the segment counts)
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,7 +54,8 @@
 #define TOOL_NAME "tcpperf"
 #define TOOL_USAGE                                                                                 \
 	"usage: tcpperf send|recv|sink|rr-server|rr [--port P] [--dest IP] [--bind IP] "           \
-	"[--mib N] [--size S] [--secs N] [--flip OFFSET] [--wait-secs N] [--idle-ms N] "           \
+	"[--mib N] [--write N] [--size S] [--secs N] [--flip OFFSET] [--wait-secs N] "             \
+	"[--idle-ms N] "                                                                           \
 	"[--timeout-ms N] [--ready-file FILE]"
 #include "tool.h"
 
@@ -55,7 +64,7 @@
 
 struct opts {
 	const char *mode, *dest, *bind, *ready_file;
-	int port, size, idle_ms, timeout_ms, wait_secs;
+	int port, size, write, idle_ms, timeout_ms, wait_secs;
 	long mib;
 	double secs;
 	long long flip; // -1: none
@@ -174,6 +183,18 @@ static int mss_of(int fd)
 	return v;
 }
 
+// The data segments the kernel sent (out) or received on fd, or -1 where it does not say.
+static long long data_segs(int fd, bool out)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+	    len < offsetof(struct tcp_info, tcpi_data_segs_out) + sizeof(ti.tcpi_data_segs_out))
+		return -1;
+	return out ? ti.tcpi_data_segs_out : ti.tcpi_data_segs_in;
+}
+
 static void print_rate(unsigned long long bytes, double secs)
 {
 	printf(" bytes=%llu secs=%.3f mbps=%.2f", bytes, secs,
@@ -183,30 +204,42 @@ static void print_rate(unsigned long long bytes, double secs)
 static int run_send(const struct opts *o)
 {
 	static uint8_t buf[CHUNK];
-	unsigned long long total = (unsigned long long)o->mib << 20, sent = 0;
+	unsigned long long total = (unsigned long long)o->mib << 20, sent = 0, sends = 0;
+	size_t wsize = (size_t)o->write;
 	double t0 = now_s();
 	int fd = connect_to(o), mss = mss_of(fd);
+	no_delay(fd);
 	const char *err = NULL;
+	// the pattern a CHUNK at a time; each write of wsize bytes from it
+	unsigned long long filled = 0, at = 0; // buf holds [at, filled)
 	while (sent < total && !err) {
-		size_t n = total - sent < CHUNK ? (size_t)(total - sent) : CHUNK;
-		fill(buf, sent, n);
-		if (o->flip >= 0 && (unsigned long long)o->flip >= sent &&
-		    (unsigned long long)o->flip < sent + n)
-			buf[o->flip - (long long)sent] ^= 0x01;
+		size_t n = total - sent < wsize ? (size_t)(total - sent) : wsize;
+		if (sent + n > filled) {
+			at = sent;
+			filled = at + (total - at < CHUNK ? total - at : CHUNK);
+			fill(buf, at, (size_t)(filled - at));
+			if (o->flip >= 0 && (unsigned long long)o->flip >= at &&
+			    (unsigned long long)o->flip < filled)
+				buf[o->flip - (long long)at] ^= 0x01;
+		}
+		uint8_t *p = buf + (sent - at);
 		for (size_t off = 0; off < n && !err;) {
 			if (!wait_fd(fd, POLLOUT, o->idle_ms)) {
 				err = "no progress";
 				break;
 			}
-			ssize_t k = send(fd, buf + off, n - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+			ssize_t k = send(fd, p + off, n - off, MSG_NOSIGNAL | MSG_DONTWAIT);
 			if (k < 0 && errno != EAGAIN && errno != EINTR)
 				err = strerror(errno);
-			else if (k > 0)
+			else if (k > 0) {
 				off += (size_t)k;
+				sends++;
+			}
 		}
 		if (!err)
 			sent += n;
 	}
+	long long segs = data_segs(fd, true);
 	if (!err && shutdown(fd, SHUT_WR) < 0)
 		err = strerror(errno);
 	if (!err && !drain_to_eof(fd, o))
@@ -215,7 +248,7 @@ static int run_send(const struct opts *o)
 	close(fd);
 	printf("tcpperf: mode=send mss=%d", mss);
 	print_rate(sent, secs);
-	printf(" ok=%d\n", !err);
+	printf(" write=%zu sends=%llu segs=%lld ok=%d\n", wsize, sends, segs, !err);
 	if (err)
 		fprintf(stderr, TOOL_NAME ": send: %s\n", err);
 	return err ? 1 : 0;
@@ -248,6 +281,7 @@ static int run_recv(const struct opts *o)
 		bytes += (unsigned long long)n;
 	}
 	double secs = now_s() - t0;
+	long long segs = data_segs(fd, false);
 	close(fd);
 	unsigned long long want = (unsigned long long)o->mib << 20;
 	if (!err && o->mib && bytes != want)
@@ -256,7 +290,7 @@ static int run_recv(const struct opts *o)
 		err = "wrong bytes in the stream";
 	printf("tcpperf: mode=recv mss=%d", mss);
 	print_rate(bytes, secs);
-	printf(" bad=%llu first_bad=%llu ok=%d\n", bad, first_bad, !err);
+	printf(" segs=%lld bad=%llu first_bad=%llu ok=%d\n", segs, bad, first_bad, !err);
 	if (err)
 		fprintf(stderr, TOOL_NAME ": recv: %s\n", err);
 	return err ? 1 : 0;
@@ -370,6 +404,7 @@ int main(int argc, char **argv)
 {
 	struct opts o = {.port = 9000,
 			 .size = 64,
+			 .write = CHUNK,
 			 .idle_ms = 10000,
 			 .timeout_ms = 5000,
 			 .wait_secs = 30,
@@ -392,6 +427,8 @@ int main(int argc, char **argv)
 			o.bind = v;
 		else if (!strcmp(a, "--mib"))
 			o.mib = parse_long(v, 0, 1 << 20, a);
+		else if (!strcmp(a, "--write"))
+			o.write = (int)parse_long(v, 1, CHUNK, a);
 		else if (!strcmp(a, "--size"))
 			o.size = (int)parse_long(v, 1, MAX_SIZE, a);
 		else if (!strcmp(a, "--secs"))

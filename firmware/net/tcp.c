@@ -192,6 +192,10 @@ static void emit(struct tcp_stack *s, struct tcp_conn *c, uint32_t seq, uint8_t 
 	put16(h + 16, 0);
 	put16(h + 18, 0);
 	ring_get(c->sbuf, c->shead + off, h + hl, len);
+	if (len) {
+		c->data_segs++;
+		c->small_segs += len < c->mss;
+	}
 	unsigned total = hl + len;
 	unsigned oflags = 0;
 	if (s->tx_csum_offload) {

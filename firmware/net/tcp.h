@@ -139,6 +139,9 @@ struct tcp_conn {
 	uint64_t rtt_start;
 
 	uint64_t retransmits, fast_retransmits, dup_acks_sent, ooo_dropped;
+	/* Segments sent with data (a TSO segment counts once), and those of them with less
+	 * than one MSS: what a program's small writes became on the wire. */
+	uint64_t data_segs, small_segs;
 
 	uint8_t sbuf[TCP_BUF_SIZE], rbuf[TCP_BUF_SIZE];
 };

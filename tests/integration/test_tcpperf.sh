@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # examples/netbench/tcpperf.c host to host over 127.0.0.1 (no guest, no /dev/kvm): a 64 MiB
-# stream with every byte checked, a stream with one byte flipped or cut short (caught: bad=,
+# stream with every byte checked, one in writes of 1000 bytes, a stream with one byte flipped or cut short (caught: bad=,
 # non-zero exit), and request/response with ordered latency percentiles (a wrong echo caught).
 source "$(dirname "$0")/lib.sh"
 command -v cc >/dev/null || skip "no C compiler"
@@ -34,10 +34,19 @@ serve stream recv --mib 64
 "$TCPPERF" send --dest 127.0.0.1 --port "$PORT" --mib 64 >"$TEST_TMP/send.out" ||
 	fail "stream: tcpperf send failed: $(cat "$TEST_TMP/send.out")"
 wait "$SRV_PID" || fail "stream: tcpperf recv failed: $(cat "$TEST_TMP/stream.out" "$TEST_TMP/stream.err")"
-grep -Eq '^tcpperf: mode=recv mss=[0-9]+ bytes=67108864 secs=[0-9.]+ mbps=[0-9.]+ bad=0 first_bad=0 ok=1$' \
+grep -Eq '^tcpperf: mode=recv mss=[0-9]+ bytes=67108864 secs=[0-9.]+ mbps=[0-9.]+ segs=[0-9]+ bad=0 first_bad=0 ok=1$' \
 	"$TEST_TMP/stream.out" || fail "stream: $(cat "$TEST_TMP/stream.out")"
 grep -Eq '^tcpperf: mode=send mss=[0-9]+ bytes=67108864 .* ok=1$' "$TEST_TMP/send.out" ||
 	fail "stream: $(cat "$TEST_TMP/send.out")"
+
+# Writes of 1000 bytes (--write): a send() per write, every byte still right.
+serve w1000 recv --mib 1
+"$TCPPERF" send --dest 127.0.0.1 --port "$PORT" --mib 1 --write 1000 >"$TEST_TMP/w1000.send" ||
+	fail "write: tcpperf send failed: $(cat "$TEST_TMP/w1000.send")"
+wait "$SRV_PID" || fail "write: tcpperf recv failed: $(cat "$TEST_TMP/w1000.out")"
+grep -q ' bytes=1048576 .* bad=0 first_bad=0 ok=1$' "$TEST_TMP/w1000.out" || fail "write: $(cat "$TEST_TMP/w1000.out")"
+[ "$(field "$TEST_TMP/w1000.send" write)" = 1000 ] && [ "$(field "$TEST_TMP/w1000.send" sends)" -ge 1049 ] ||
+	fail "write: not 1000 bytes a send: $(cat "$TEST_TMP/w1000.send")"
 
 # One byte flipped in 4 MiB: the receiver finds it and fails.
 serve flip recv

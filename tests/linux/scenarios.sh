@@ -717,7 +717,7 @@ tcpperf_start() {
 }
 
 # The probe's own TCP against L1's Linux on a tap, every byte checked by the receiver:
-# tcp_stream into tcpperf recv (offloads on, off, and not offered), tcpperf send into
+# tcp_stream into tcpperf recv (offloads on, off, and not offered; 64-byte writes), tcpperf send into
 # tcp_sink (receive offloads off, and on: large frames), tcp_rr against tcpperf rr-server;
 # one wrong byte into tcp_sink, and one in tcp_rr's echo, make the guest fail.
 sc_probe_tcp() {
@@ -748,6 +748,19 @@ sc_probe_tcp() {
 		fi
 		echo "offload $o: $(grep '^tcpperf' $W/recv-$o.out) tso_frames=$tso"
 	done
+	# 64-byte writes (net.write=64): one tcp_send call per write, and (no Nagle) 64-byte
+	# segments while the window is open, the first flight at least; tcpperf checks every byte.
+	tcpperf_start recv-w64 recv --mib 1 || return 1
+	probe_run stream-w64 tcp_stream net.peer_port=9001 net.tcp_mib=1 net.write=64
+	wait $PROBE_JOB
+	wait $TOOL_JOB || fail "stream-w64: tcpperf recv: $(cat $W/recv-w64.out)"
+	expect_status stream-w64 0 && expect_out stream-w64 '^probe: PASS' || return 1
+	grep -q '^tcpperf: mode=recv mss=[0-9]* bytes=1048576 .* bad=0 first_bad=0 ok=1$' $W/recv-w64.out ||
+		{ fail "stream-w64: $(cat $W/recv-w64.out)"; return 1; }
+	expect_out stream-w64 '^probe: tcp_stream bytes=1048576 .* write=64 sends=16384 ' || return 1
+	local small=$(sed -n 's/^probe: tcp_stream .* small_segs=\([0-9]*\).*/\1/p' $W/stream-w64.out)
+	[ "${small:-0}" -ge 100 ] || { fail "stream-w64: $small segments shorter than the MSS"; return 1; }
+	grep '^probe: tcp_stream bytes' $W/stream-w64.out
 
 	probe_run sink tcp_sink net.port=9000 net.tcp_mib=16
 	wait_out sink '^probe: tcp_sink listening' 60 || return 1

@@ -1336,3 +1336,30 @@ Test(tcp, tso_segment_known_header_and_partial_checksum)
 	cr_assert_eq(first.flags, TCP_TX_NEEDS_CSUM);
 	cr_assert_eq(rd16(first.seg + 16), pseudo_folded(IP_A, IP_B, TCP_HLEN + 1460));
 }
+
+/* Small writes are small segments (no Nagle): each 64-byte tcp_send goes out at once as its own
+ * segment while the windows are open, and the connection counts them; a larger write goes as
+ * full segments and one short one. Every byte arrives. */
+Test(tcp, small_writes_go_out_as_small_segments)
+{
+	int b;
+	int a = pair(0x7000, 0x8000, &b);
+	static uint8_t buf[3000], got[4096];
+	for (unsigned i = 0; i < sizeof(buf); i++)
+		buf[i] = pattern(i, 0);
+	unsigned before = nlog;
+	for (unsigned w = 0; w < 10; w++) {
+		cr_assert_eq(tcp_send(&A, a, buf + w * 64, 64), 64);
+		cr_assert_eq(nlog, before + w + 1, "write %u went out at once", w);
+		cr_assert_eq(last_sent()->dlen, 64);
+	}
+	cr_assert_eq(A.conns[a].data_segs, 10);
+	cr_assert_eq(A.conns[a].small_segs, 10);
+	cr_assert_eq(tcp_send(&A, a, buf + 640, 3000 - 640), 3000 - 640);
+	cr_assert_eq(A.conns[a].data_segs, 12, "2360 bytes: one full segment and one short");
+	cr_assert_eq(A.conns[a].small_segs, 11);
+	pump();
+	int n = tcp_recv(&B, b, got, sizeof(got));
+	cr_assert_eq(n, 3000);
+	cr_assert_arr_eq(got, buf, 3000);
+}
