@@ -16,9 +16,11 @@
 #   pps  guest pktgen -> host sink: packets/s (the probe sends minimum frames: 18-byte datagrams)
 #   g2g  two guests on a bridge: guest A udp_stream -> guest B udp_sink
 #
-# --proto tcp (g2h, h2g, rr): the probe's own TCP against Linux's (build/examples/tcpperf):
+# --proto tcp (g2h, h2g, g2g, rr): the probe's own TCP against Linux's (build/examples/tcpperf):
 #   g2h  guest tcp_stream -> host `tcpperf recv`, which checks every byte: throughput as received
 #   h2g  host `tcpperf send` -> guest tcp_sink, which checks every byte: throughput as received
+#   g2g  guest A tcp_stream -> guest B tcp_sink over the bridge (B checks every byte):
+#        throughput as B received it (netns: two tcpperf namespaces on the same bridge)
 #   rr   guest tcp_rr <-> host `tcpperf rr-server`: transactions/s and latency percentiles
 #   A stream row moves --mib MiB (default 64) on one connection; --sizes is the application's
 #   write size (netperf's -m, 1 to 65536 bytes; default "64 1448 65536"): the probe's
@@ -157,7 +159,8 @@ case "$DIR" in g2h | h2g | rr | pps | g2g) ;; *) die "--dir must be g2h, h2g, rr
 case "$PROTO" in
 udp) ;;
 tcp)
-	[[ "$DIR" == g2h || "$DIR" == h2g || "$DIR" == rr ]] || die "--proto tcp measures g2h, h2g and rr only"
+	[[ "$DIR" == g2h || "$DIR" == h2g || "$DIR" == g2g || "$DIR" == rr ]] ||
+		die "--proto tcp measures g2h, h2g, g2g and rr only"
 	[[ "$CEILING" = 0 || "$DIR" == rr ]] ||
 		die "--ceiling with --proto tcp: --dir rr only (its netns: row); the tap ceilings are UDP only"
 	;;
@@ -829,7 +832,9 @@ tcp_write_check() {
 
 # offload_of NAME: R_OFFL, the offloads the probe negotiated (its "probe: net" line), if any.
 offload_of() {
-	R_OFFL=$(tr -d '\r' <"$TMP/$1.out" 2>/dev/null | sed -n 's/^probe: net .* offload=\([^ ]*\).*/\1/p' | tail -n 1)
+	R_OFFL=""
+	[ -e "$TMP/$1.out" ] || return 0
+	R_OFFL=$(tr -d '\r' <"$TMP/$1.out" | sed -n 's/^probe: net .* offload=\([^ ]*\).*/\1/p' | tail -n 1)
 }
 
 # run_tcp TAG CFG SIZE: one --proto tcp measurement (see run_one).
@@ -879,6 +884,30 @@ run_tcp() {
 		R_SEGS=$(kv segs "$hl")
 		tcp_write_check "$tag-host" "$hl" "$size" || return
 		;;
+	g2g)
+		# B listens first; A's stream goes to it over the bridge; B checks every byte.
+		guest_start "$tag-b" "$cfg" 1 tcp_sink "$size"
+		local bpid=$LAST_PID
+		guest_wait_ready "$tag-b" "$bpid" || { row_failed "$tag-b" "guest B's sink did not start"; return; }
+		guest_start "$tag-a" "$cfg" 0 tcp_stream "$size"
+		gpid=$LAST_PID
+		[ "$PROFILE" = 0 ] || profile_start "$tag-b" "$cfg" # the receiving VMM
+		wait_pid "$gpid"
+		[ "$PROFILE" = 0 ] || profile_finish "$tag-b"
+		wait_pid "$bpid"
+		hl=$(result_line "$tag-b") line=$(result_line "$tag-a")
+		[ -n "$hl" ] || { row_failed "$tag-b" "no result line from guest B"; return; }
+		! tcp_failed "$tag-b" "$hl" || { row_failed "$tag-b" "guest B's check failed: $hl"; return; }
+		if [ -z "$line" ] || tcp_failed "$tag-a" "$line"; then
+			row_failed "$tag-a" "guest A's stream failed"
+			return
+		fi
+		# the rate B received at; the elapsed time: B's (the probe's first to last byte), or
+		# the stand-in's accept to close
+		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl") R_MSS=$(mss_of "$tag-a" "$line")
+		R_TSO=$(kv tso_frames "$line") R_SEGS=$(kv segs "$line") R_SMALL=$(kv small_segs "$line")
+		tcp_write_check "$tag-a" "$line" "$size" || return
+		;;
 	rr)
 		host_tool "$tag-host" rr-server --bind "$HOST_IP" --port "$PORT" --size "$size" \
 			--wait-secs "$((SECS + TIMEOUT))"
@@ -918,6 +947,7 @@ run_one() {
 		run_tcp "$tag" "$cfg" "$size"
 		pinned_affinity "$tag"
 		offload_of "$tag-g"
+		[ -n "$R_OFFL" ] || offload_of "$tag-a"
 		return 0
 	fi
 	case "$DIR" in
@@ -1110,6 +1140,7 @@ title() {
 	[ "$PROTO" = udp ] || case "$DIR" in
 	g2h) echo "TCP STREAM TEST from ${GUEST_IP[0]} (guest tcp_stream) to $HOST_IP (host tcpperf recv) : $MIB MiB per run, message size = write size" ;;
 	h2g) echo "TCP STREAM TEST from $HOST_IP (host tcpperf send) to ${GUEST_IP[0]} (guest tcp_sink) : $MIB MiB per run, message size = write size" ;;
+	g2g) echo "TCP STREAM TEST from ${GUEST_IP[0]} (guest A tcp_stream) to ${GUEST_IP[1]} (guest B tcp_sink) over a bridge : $MIB MiB per run, message size = write size" ;;
 	rr) echo "TCP REQUEST/RESPONSE TEST from ${GUEST_IP[0]} (guest tcp_rr) to $HOST_IP (host tcpperf rr-server) : $SECS s per size" ;;
 	esac
 	[ "$PROTO" = tcp ] || case "$DIR" in
