@@ -7,6 +7,8 @@
 //   tcpperf rr-server [--port P] [--bind IP] [--size S] [--flip OFFSET] [--wait-secs N]
 //                     [--idle-ms N]
 //   tcpperf rr --dest IP [--port P] [--size S] [--secs N] [--timeout-ms N]
+//   tcpperf crr-server [--port P] [--bind IP] [--size S] [--wait-secs N] [--idle-ms N]
+//   tcpperf crr --dest IP [--port P] [--size S] [--secs N] [--timeout-ms N]
 //
 // The stream: byte i is (i * 131 + (i >> 9)) mod 256, as the probe's tcp_stream sends and its
 // tcp_sink checks (firmware/tests/test_net.h, net_tcp_pattern).
@@ -28,6 +30,15 @@
 // rr         connects and does request/response of --size bytes (default 64) for --secs
 //            seconds (default 2): each request is the stream at the transaction's offset, so a
 //            reply must echo this request to count (else bad=); latency percentiles in us.
+// crr-server netperf TCP_CRR's server: accepts connections one after another; on each, reads
+//            one request of --size bytes, echoes it, then waits for the client to close first
+//            (an EOF: a clean close; a reset, or more data, is counted in resets=/errors=) and
+//            closes. Ends --idle-ms after its last connection (waiting --wait-secs for the
+//            first) or on SIGTERM: conns= accepted, trans= echoed; ok=1 when there was one and
+//            every connection went that way.
+// crr        the client: for --secs seconds, connect, one request/response of --size bytes
+//            (checked as rr's), close (the client closes first, as netperf's does); latency from
+//            connect to the whole echo, percentiles in us.
 // --idle-ms  (default 10000) how long a connection may make no progress before it fails.
 // --port 0   (recv, rr-server) any free port; --ready-file FILE is then written with the port
 //            once listening (for scripts to wait on), as it is for a fixed port.
@@ -53,7 +64,8 @@
 
 #define TOOL_NAME "tcpperf"
 #define TOOL_USAGE                                                                                 \
-	"usage: tcpperf send|recv|sink|rr-server|rr [--port P] [--dest IP] [--bind IP] "           \
+	"usage: tcpperf send|recv|sink|rr-server|rr|crr-server|crr [--port P] [--dest IP] "        \
+	"[--bind IP] "                                                                             \
 	"[--mib N] [--write N] [--size S] [--secs N] [--flip OFFSET] [--wait-secs N] "             \
 	"[--idle-ms N] "                                                                           \
 	"[--timeout-ms N] [--ready-file FILE]"
@@ -107,8 +119,8 @@ static void no_delay(int fd)
 		die("setsockopt TCP_NODELAY");
 }
 
-// Listens, writes the ready file, and returns the one connection accepted (or exits 1).
-static int accept_one(const struct opts *o)
+// Listens (backlog connections queued), writes the ready file; the listening socket.
+static int listen_on(const struct opts *o, int backlog)
 {
 	int ls = socket(AF_INET, SOCK_STREAM, 0);
 	if (ls < 0)
@@ -120,7 +132,7 @@ static int accept_one(const struct opts *o)
 	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0)
 		die("bind");
-	if (listen(ls, 1) < 0)
+	if (listen(ls, backlog) < 0)
 		die("listen");
 	socklen_t len = sizeof(a);
 	if (getsockname(ls, (struct sockaddr *)&a, &len) < 0)
@@ -132,6 +144,13 @@ static int accept_one(const struct opts *o)
 		fprintf(f, "%u\n", ntohs(a.sin_port));
 		fclose(f);
 	}
+	return ls;
+}
+
+// Listens, writes the ready file, and returns the one connection accepted (or exits 1).
+static int accept_one(const struct opts *o)
+{
+	int ls = listen_on(o, 1);
 	if (!wait_fd(ls, POLLIN, o->wait_secs * 1000)) {
 		fprintf(stderr, TOOL_NAME ": no connection in %d s\n", o->wait_secs);
 		exit(1);
@@ -338,6 +357,51 @@ static int run_rr_server(const struct opts *o)
 	return r < 0 ? 0 : 1;
 }
 
+static int run_crr_server(const struct opts *o)
+{
+	static uint8_t buf[MAX_SIZE];
+	int ls = listen_on(o, 128);
+	unsigned long long conns = 0, trans = 0, resets = 0, errors = 0;
+	while (wait_fd(ls, POLLIN, conns ? o->idle_ms : o->wait_secs * 1000)) {
+		int fd = accept(ls, NULL, NULL);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			die("accept");
+		}
+		conns++;
+		no_delay(fd);
+		if (move_all(fd, buf, (size_t)o->size, true, o) ||
+		    move_all(fd, buf, (size_t)o->size, false, o)) {
+			errors++;
+			close(fd);
+			continue;
+		}
+		trans++;
+		// the client closes first: nothing more may come before its FIN
+		uint8_t x;
+		ssize_t k = -1;
+		if (wait_fd(fd, POLLIN, o->idle_ms)) {
+			while ((k = recv(fd, &x, 1, 0)) < 0 && errno == EINTR)
+				;
+		}
+		if (k < 0 && (errno == ECONNRESET || errno == EPIPE))
+			resets++;
+		else if (k != 0)
+			errors++;
+		close(fd);
+	}
+	close(ls);
+	bool ok = conns && !resets && !errors;
+	printf("tcpperf: mode=crr-server size=%d conns=%llu trans=%llu resets=%llu errors=%llu "
+	       "ok=%d\n",
+	       o->size, conns, trans, resets, errors, ok);
+	if (!ok)
+		fprintf(stderr, TOOL_NAME ": crr-server: %s\n",
+			conns ? "a connection failed, or did not close cleanly" : "no connection");
+	return ok ? 0 : 1;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -397,6 +461,69 @@ static int run_rr(const struct opts *o)
 	free(lat);
 	if (err)
 		fprintf(stderr, TOOL_NAME ": rr: %s\n", err);
+	return err ? 1 : 0;
+}
+
+// Latency samples (us), grown as they come.
+struct lats {
+	double *v;
+	size_t n, cap;
+};
+
+static void lat_add(struct lats *l, double us)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 1 << 16;
+		double *nv = realloc(l->v, l->cap * sizeof(*nv));
+		if (!nv)
+			die("realloc");
+		l->v = nv;
+	}
+	l->v[l->n++] = us;
+}
+
+static int run_crr(const struct opts *o)
+{
+	static uint8_t req[MAX_SIZE], resp[MAX_SIZE];
+	struct opts t = *o;
+	t.idle_ms = o->timeout_ms;
+	struct lats lat = {0};
+	unsigned long long bad = 0;
+	const char *err = NULL;
+	double start = now_s(), now = start;
+	while (!stop_flag && now - start < o->secs) {
+		fill(req, (uint64_t)lat.n * (uint64_t)o->size, (size_t)o->size);
+		double t0 = now_s();
+		int fd = connect_to(o);
+		no_delay(fd);
+		if (move_all(fd, req, (size_t)o->size, false, &t) ||
+		    move_all(fd, resp, (size_t)o->size, true, &t)) {
+			close(fd);
+			err = "no reply";
+			break;
+		}
+		now = now_s();
+		close(fd); // first, as netperf's client does
+		if (memcmp(req, resp, (size_t)o->size)) {
+			bad++;
+			err = "a reply that is not the echo of its request";
+			break;
+		}
+		lat_add(&lat, (now - t0) * 1e6);
+	}
+	double secs = now - start;
+	size_t n = lat.n;
+	if (n)
+		qsort(lat.v, n, sizeof(*lat.v), cmp_double);
+	if (!err && !n)
+		err = "no transaction completed";
+	printf("tcpperf: mode=crr size=%d trans=%zu secs=%.3f tps=%.0f lat_us_p50=%.1f p90=%.1f "
+	       "p99=%.1f bad=%llu ok=%d\n",
+	       o->size, n, secs, secs > 0 ? (double)n / secs : 0, n ? lat.v[n * 50 / 100] : 0,
+	       n ? lat.v[n * 90 / 100] : 0, n ? lat.v[n * 99 / 100] : 0, bad, !err);
+	free(lat.v);
+	if (err)
+		fprintf(stderr, TOOL_NAME ": crr: %s\n", err);
 	return err ? 1 : 0;
 }
 
@@ -465,6 +592,10 @@ int main(int argc, char **argv)
 		return run_rr_server(&o);
 	if (!strcmp(o.mode, "rr"))
 		return run_rr(&o);
+	if (!strcmp(o.mode, "crr-server"))
+		return run_crr_server(&o);
+	if (!strcmp(o.mode, "crr"))
+		return run_crr(&o);
 	usage_error("unknown mode", o.mode);
 	return 2;
 }

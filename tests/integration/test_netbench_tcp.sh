@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# examples/netbench.sh --proto tcp end to end, briefly: g2h, h2g, g2g and rr through the script's
+# examples/netbench.sh --proto tcp end to end, briefly: g2h, h2g, g2g, rr and crr (a connection per
+# transaction, both ends counting the same clean closes) through the script's
 # namespace with the netns: stand-in (tcpperf on both ends: no /dev/kvm needed), and with
 # minivmm and the probe where /dev/kvm works; every row must have moved data with every byte
 # checked, the JSON must say tcp, a stream row per write size (--sizes) with its sender's
@@ -30,13 +31,13 @@ positive() {
 configs=(netns:)
 kvm_usable && configs+=(minivmm:)
 for cfg in "${configs[@]}"; do
-	for dir in g2h h2g g2g rr; do
-		sizes=()
-		[ $dir = rr ] || sizes=(--sizes "64 65536")
+	for dir in g2h h2g g2g rr crr; do
+		sizes=(--sizes "64 65536")
+		[[ $dir != *rr ]] || sizes=()
 		out=$(timeout 120 "$BENCH" --proto tcp --dir $dir --config "$cfg" --mib 4 --secs 1 --json \
 			"${sizes[@]}" 2>"$TEST_TMP/$dir.err") || { cat "$TEST_TMP/$dir.err"; fail "$cfg $dir failed: $out"; }
 		grep -q "^{\"dir\":\"$dir\",\"proto\":\"tcp\"," <<<"$out" || fail "$cfg $dir: not tcp: $out"
-		if [ $dir = rr ]; then
+		if [[ $dir == *rr ]]; then
 			positive "$out" "$cfg" tps
 			positive "$out" "$cfg" transactions
 			awk -v a="$(value "$out" "$cfg" lat_us_p50)" -v b="$(value "$out" "$cfg" lat_us_p90)" \
@@ -107,7 +108,7 @@ rc=0
 [ $rc != 0 ] && grep -q '1 to 65536' "$TEST_TMP/refused.err" || fail "--sizes 65537: status $rc, $(cat "$TEST_TMP/refused.err")"
 
 # What TCP does not measure is refused, with a reason.
-for args in "--dir pps" "--ceiling" "--dir g2g --ceiling" "--config tapwrite:"; do
+for args in "--dir pps" "--ceiling" "--dir g2g --ceiling" "--config tapwrite:" "--proto udp --dir crr"; do
 	rc=0
 	# shellcheck disable=SC2086 # the words are separate arguments
 	"$BENCH" --proto tcp $args --secs 1 >/dev/null 2>"$TEST_TMP/refused.err" || rc=$?

@@ -718,7 +718,8 @@ tcpperf_start() {
 
 # The probe's own TCP against L1's Linux on a tap, every byte checked by the receiver:
 # tcp_stream into tcpperf recv (offloads on, off, and not offered; 64-byte writes), tcpperf send into
-# tcp_sink (receive offloads off, and on: large frames), tcp_rr against tcpperf rr-server;
+# tcp_sink (receive offloads off, and on: large frames), tcp_rr against tcpperf rr-server,
+# tcp_crr against tcpperf crr-server (a connection per transaction);
 # one wrong byte into tcp_sink, and one in tcp_rr's echo, make the guest fail.
 sc_probe_tcp() {
 	taps mvt0 || return 1
@@ -812,6 +813,23 @@ sc_probe_tcp() {
 	expect_out rrb '^probe: tcp_rr size=256 trans=2 .* bad=1 ' &&
 		expect_out rrb '^probe: FAIL tcp_rr: a reply that is not the echo' || return 1
 	grep '^probe: FAIL' $W/rrb.out
+	# tcp_crr: a connection per transaction against tcpperf crr-server, the guest closing
+	# first and each connection through TIME_WAIT, on a new port each; both ends count the
+	# same connections, none reset, every echo checked.
+	tcpperf_start crrsrv crr-server --size 100 --idle-ms 3000 || return 1
+	probe_run crr tcp_crr net.peer_port=9001 net.size=100 net.secs=2
+	wait $PROBE_JOB
+	wait $TOOL_JOB || fail "crr: tcpperf crr-server: $(cat $W/crrsrv.out)"
+	expect_status crr 0 && expect_out crr '^probe: PASS' || return 1
+	local ct=$(sed -n 's/^probe: tcp_crr size=100 trans=\([0-9]*\) .*/\1/p' $W/crr.out)
+	[ "${ct:-0}" -gt 1 ] || { fail "crr: $ct transactions"; return 1; }
+	grep -q "^tcpperf: mode=crr-server size=100 conns=$ct trans=$ct resets=0 errors=0 ok=1$" $W/crrsrv.out ||
+		{ fail "crr: the guest counted $ct, the server: $(cat $W/crrsrv.out)"; return 1; }
+	expect_out crr "^probe: tcp_crr .* bad=0 time_waits=$ct " || return 1
+	local p0=$(sed -n 's/^probe: tcp_crr .* first_port=\([0-9]*\) .*/\1/p' $W/crr.out)
+	local p1=$(sed -n 's/^probe: tcp_crr .* next_port=\([0-9]*\).*/\1/p' $W/crr.out)
+	[ $((p1 - p0)) = "$ct" ] || { fail "crr: ports $p0 to $p1 for $ct connections"; return 1; }
+	grep '^probe: tcp_crr size' $W/crr.out
 	untaps mvt0
 }
 
