@@ -719,7 +719,8 @@ tcpperf_start() {
 # The probe's own TCP against L1's Linux on a tap, every byte checked by the receiver:
 # tcp_stream into tcpperf recv (offloads on, off, and not offered; 64-byte writes), tcpperf send into
 # tcp_sink (receive offloads off, and on: large frames), tcp_rr against tcpperf rr-server,
-# tcp_crr against tcpperf crr-server (a connection per transaction);
+# tcp_crr against tcpperf crr-server (a connection per transaction), tcp_stream from one
+# probe into another's tcp_sink;
 # one wrong byte into tcp_sink, and one in tcp_rr's echo, make the guest fail.
 sc_probe_tcp() {
 	taps mvt0 || return 1
@@ -830,7 +831,26 @@ sc_probe_tcp() {
 	local p1=$(sed -n 's/^probe: tcp_crr .* next_port=\([0-9]*\).*/\1/p' $W/crr.out)
 	[ $((p1 - p0)) = "$ct" ] || { fail "crr: ports $p0 to $p1 for $ct connections"; return 1; }
 	grep '^probe: tcp_crr size' $W/crr.out
-	untaps mvt0
+	# Guest to guest (netbench --proto tcp --dir g2g's programs; L1 routes between two taps
+	# here, where netbench bridges): A's tcp_stream in 1448-byte writes into B's tcp_sink,
+	# which checks every byte and the length.
+	tunctl -t mvt1 >/dev/null && ip addr add 10.0.3.1/24 dev mvt1 && ip link set mvt1 up ||
+		{ fail "tap mvt1"; return 1; }
+	local fwd=$(cat /proc/sys/net/ipv4/ip_forward)
+	echo 1 >/proc/sys/net/ipv4/ip_forward
+	PROBE_NET=tap=mvt1 probe_run g2g-b tcp_sink net.ip=10.0.3.15/24 net.peer=10.0.3.1 net.port=9000 net.tcp_mib=4
+	local bjob=$PROBE_JOB
+	wait_out g2g-b '^probe: tcp_sink listening' 60 || { echo "$fwd" >/proc/sys/net/ipv4/ip_forward; return 1; }
+	probe_run g2g-a tcp_stream net.peer=10.0.3.15 net.gw=10.0.2.1 net.peer_port=9000 net.tcp_mib=4 net.write=1448
+	wait $PROBE_JOB
+	wait $bjob
+	echo "$fwd" >/proc/sys/net/ipv4/ip_forward
+	expect_status g2g-a 0 && expect_out g2g-a '^probe: PASS' || return 1
+	expect_status g2g-b 0 && expect_out g2g-b '^probe: PASS' || return 1
+	expect_out g2g-a '^probe: tcp_stream bytes=4194304 .* write=1448 sends=2897 ' || return 1
+	expect_out g2g-b '^probe: tcp_sink bytes=4194304 .* bad=0 ' || return 1
+	grep '^probe: tcp_sink bytes' $W/g2g-b.out
+	untaps mvt0 mvt1
 }
 
 ALL_SCENARIOS="console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe startup snapshot snapshot_devices snapshot_linux probe_tcp"
