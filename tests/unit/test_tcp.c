@@ -1512,3 +1512,30 @@ Test(tcp, many_connections_in_sequence)
 	 * the oldest one's place */
 	cr_assert_eq(A.tw_recycled, 20000 - TCP_TW_MAX);
 }
+
+/* Refused connections one after another (a server that is not there yet): each RST frees its
+ * slot once released, on a new port each time, with no TIME_WAIT left behind; then a
+ * connection to the listener works. */
+Test(tcp, refused_connections_in_sequence_free_their_slots)
+{
+	reset_world(0x100, 0x200);
+	cr_assert_eq(tcp_listen(&B, PORT_B), 0);
+	uint16_t last = 0;
+	for (int n = 0; n < 3 * TCP_MAX_CONNS; n++) {
+		int c = tcp_connect(&A, 0, IP_B, 81);
+		cr_assert(c >= 0, "attempt %d: no slot", n);
+		cr_assert_neq(A.conns[c].lport, last, "a new port each time");
+		last = A.conns[c].lport;
+		pump();
+		cr_assert_eq(tcp_state(&A, c), TCP_CLOSED);
+		cr_assert_eq(A.conns[c].err, TCP_ERR_REFUSED);
+		tcp_release(&A, c);
+	}
+	cr_assert_eq(B.resets_sent, 3 * TCP_MAX_CONNS);
+	cr_assert_eq(A.time_waits, 0);
+	for (int i = 0; i < TCP_MAX_CONNS; i++)
+		cr_assert(!A.conns[i].owned && A.conns[i].state == TCP_CLOSED);
+	int a = tcp_connect(&A, 0, IP_B, PORT_B);
+	pump();
+	cr_assert_eq(tcp_state(&A, a), TCP_ESTABLISHED);
+}
