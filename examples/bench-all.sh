@@ -21,7 +21,10 @@
 #   udp-h2g   --dir h2g --ceiling --probe-args net.rxwait=halt --sizes "64 512 1472 65507"
 #   udp-rr    --dir rr --ceiling --sizes "64 4000"
 #   tcp-g2h-on, tcp-g2h-off, tcp-h2g-on, tcp-h2g-off   --proto tcp --dir g2h|h2g --offload on|off
+#             --sizes "64 1448 65536" (the write sizes: netperf TCP_STREAM -m)
+#   tcp-g2g   --proto tcp --dir g2g --sizes "64 1448 65536"
 #   tcp-rr    --proto tcp --dir rr --ceiling --sizes "1 64"
+#   tcp-crr   --proto tcp --dir crr --ceiling --sizes 64 (netperf TCP_CRR)
 # Every sweep runs even when one fails, but the file and its plots are written only when all of
 # them passed (exit 1 otherwise). Needs what netbench.sh needs (root, /dev/kvm, /dev/net/tun, a
 # built tree) and gnuplot (apt-get install gnuplot-nox); all checked before the first sweep.
@@ -73,10 +76,13 @@ for d in g2h h2g; do
 	for o in on off; do
 		h="guest to host"
 		[ $d = g2h ] || h="host to guest"
-		sweep "tcp-$d-$o" "TCP, $h, offloads $o" --proto tcp --dir $d --offload $o
+		sweep "tcp-$d-$o" "TCP, $h, offloads $o" --proto tcp --dir $d --offload $o \
+			--sizes "64 1448 65536"
 	done
 done
+sweep tcp-g2g "TCP, guest to guest" --proto tcp --dir g2g --sizes "64 1448 65536"
 sweep tcp-rr "TCP, request/response" --proto tcp --dir rr --ceiling --sizes "1 64"
+sweep tcp-crr "TCP, connect/request/response" --proto tcp --dir crr --ceiling --sizes 64
 
 if [ "$DRY_RUN" = 1 ]; then
 	for n in "${NAMES[@]}"; do

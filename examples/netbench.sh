@@ -2,7 +2,7 @@
 # shellcheck disable=SC2034,SC2054 # R_* are read through ${!name}; -M takes commas
 # netbench.sh: UDP (or TCP) benchmarks of a guest's virtio-net device, netperf UDP_STREAM style.
 #
-# usage: examples/netbench.sh [--dir g2h|h2g|rr|pps|g2g] [--config CFG | --compare CFG_A CFG_B]
+# usage: examples/netbench.sh [--dir g2h|h2g|rr|crr|pps|g2g] [--config CFG | --compare CFG_A CFG_B]
 #            [--proto udp|tcp] [--mib N] [--offload on|off]
 #            [--sizes "32 64 ..."] [--secs N] [--buf BYTES] [--vcpu-pin CPULIST]
 #            [--io-pin CPULIST] [--host-pin CPULIST] [--timeout SEC] [--json] [--keep-logs]
@@ -16,13 +16,30 @@
 #   pps  guest pktgen -> host sink: packets/s (the probe sends minimum frames: 18-byte datagrams)
 #   g2g  two guests on a bridge: guest A udp_stream -> guest B udp_sink
 #
-# --proto tcp (g2h, h2g, rr): the probe's own TCP against Linux's (build/examples/tcpperf):
+# --proto tcp (g2h, h2g, g2g, rr, crr): the probe's own TCP against Linux's (build/examples/tcpperf):
 #   g2h  guest tcp_stream -> host `tcpperf recv`, which checks every byte: throughput as received
 #   h2g  host `tcpperf send` -> guest tcp_sink, which checks every byte: throughput as received
+#   g2g  guest A tcp_stream -> guest B tcp_sink over the bridge (B checks every byte):
+#        throughput as B received it (netns: two tcpperf namespaces on the same bridge)
 #   rr   guest tcp_rr <-> host `tcpperf rr-server`: transactions/s and latency percentiles
-#   A stream row moves --mib MiB (default 64) on one connection, whatever --sizes says; its
-#   Message Size column is the MSS the guest used. The socket size, packets/s, loss and VMM CPU
-#   columns are "-" for TCP. A row fails if a byte arrives wrong.
+#   crr  (TCP only) netperf's TCP_CRR: guest tcp_crr <-> host `tcpperf crr-server`, a new
+#        connection per transaction (connect, one request/response of --sizes bytes, close, the
+#        guest first): transactions/s and latency percentiles from connect to the whole echo,
+#        as rr's. The row fails unless both ends count the same transactions and every
+#        connection closed cleanly (the guest's through TIME_WAIT, the server's without a
+#        reset). --ceiling adds netns: (tcpperf crr, the host kernel's own path), as for rr.
+#   A stream row moves --mib MiB (default 64) on one connection; --sizes is the application's
+#   write size (netperf's -m, 1 to 65536 bytes; default "64 1448 65536"): the probe's
+#   net.write=N (N bytes per tcp_send call) and `tcpperf send --write N` (N bytes per send()),
+#   one row per size, shown as its Message Size ("message_bytes" and "write_bytes" in --json,
+#   with the connection's "mss"). Neither sender delays small writes: the probe's TCP has no
+#   Nagle algorithm and tcpperf sets TCP_NODELAY, so a 64-byte write goes out as a 64-byte
+#   segment while the windows allow, and only what waits for the window goes out together
+#   (Linux's netperf TCP_STREAM -m 64 leaves Nagle on, which coalesces the writes into full
+#   segments: its 64 B figure measures the copy, ours the per-packet path). --json has the
+#   sender's data segments ("segs": the probe counts a TSO segment once, Linux the segments it
+#   is cut into; "small_segs": the probe's shorter than the MSS). The socket size, packets/s,
+#   loss and VMM CPU columns are "-" for TCP. A row fails if a byte arrives wrong.
 #
 # --offload on|off: the same transmit/receive offloads for every VM configuration, so a
 # comparison stays like with like: the probe's net.offload=on|off (CSUM + HOST_TSO4: TSO
@@ -144,13 +161,17 @@ bench_args --dir=DIR --sizes=SIZES --secs=SECS --probe-args=PROBE_ARGS? --buf=BU
 	--breakdown+BREAKDOWN --perf+PERF \
 	--json+JSON --keep-logs+KEEP_LOGS --proto=PROTO --mib=MIB --offload=OFFLOAD --plot=PLOT -- "$@"
 
-case "$DIR" in g2h | h2g | rr | pps | g2g) ;; *) die "--dir must be g2h, h2g, rr, pps or g2g" ;; esac
+case "$DIR" in g2h | h2g | rr | crr | pps | g2g) ;; *) die "--dir must be g2h, h2g, rr, crr, pps or g2g" ;; esac
+# rr and crr: request/response rows (transactions/s and latency)
+RR=0
+[[ "$DIR" != rr && "$DIR" != crr ]] || RR=1
 case "$PROTO" in
-udp) ;;
+udp) [ "$DIR" != crr ] || die "--dir crr is TCP only: --proto tcp" ;;
 tcp)
-	[[ "$DIR" == g2h || "$DIR" == h2g || "$DIR" == rr ]] || die "--proto tcp measures g2h, h2g and rr only"
-	[[ "$CEILING" = 0 || "$DIR" == rr ]] ||
-		die "--ceiling with --proto tcp: --dir rr only (its netns: row); the tap ceilings are UDP only"
+	[[ "$DIR" == g2h || "$DIR" == h2g || "$DIR" == g2g || "$RR" == 1 ]] ||
+		die "--proto tcp measures g2h, h2g, g2g, rr and crr only"
+	[[ "$CEILING" = 0 || "$RR" == 1 ]] ||
+		die "--ceiling with --proto tcp: --dir rr or crr only (its netns: row); the tap ceilings are UDP only"
 	;;
 *) die "--proto must be udp or tcp" ;;
 esac
@@ -166,18 +187,22 @@ bench_positive SECS TIMEOUT
 for p in "$VCPU_PIN" "$IO_PIN" "$HOST_PIN"; do
 	[[ -z "$p" || "$p" =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] || die "bad CPU list: $p"
 done
+# A TCP stream row is one --mib MiB transfer in writes of the row's size.
+TCP_STREAM=0
+[[ "$PROTO" != tcp || "$RR" == 1 ]] || TCP_STREAM=1
 if [ -z "$SIZES" ]; then
 	case "$DIR" in
-	pps | rr) SIZES="64" ;;
+	pps | rr | crr) SIZES="64" ;;
 	*) SIZES="32 64 128 256 512 1024 2048 4096 8192 16384 32768 65507" ;;
 	esac
+	[ "$TCP_STREAM" = 0 ] || SIZES="64 1448 65536"
 fi
-# A TCP stream row is one --mib MiB transfer: one "size", the MiB.
-[[ "$PROTO" != tcp || "$DIR" == rr ]] || SIZES=$MIB
+MAX_SIZE=65507
+[ "$TCP_STREAM" = 0 ] || MAX_SIZE=65536
 read -r -a SIZE_LIST <<<"${SIZES//,/ }"
 for s in "${SIZE_LIST[@]}"; do
-	if ! [[ "$s" =~ ^[0-9]+$ ]] || [ "$s" -lt 1 ] || [ "$s" -gt 65507 ]; then
-		die "message sizes must be 1 to 65507: $s"
+	if ! [[ "$s" =~ ^[0-9]+$ ]] || [ "$s" -lt 1 ] || [ "$s" -gt $MAX_SIZE ]; then
+		die "message sizes must be 1 to $MAX_SIZE: $s"
 	fi
 	[[ " ${SEEN_SIZES:-} " != *" $s "* ]] || die "message size $s is listed twice (use --rounds)"
 	SEEN_SIZES="${SEEN_SIZES:-} $s"
@@ -188,7 +213,7 @@ if [ "$CEILING" = 1 ]; then
 	case "$DIR" in
 	g2h | pps) CONFIGS+=("tapwrite:") ;;
 	h2g) CONFIGS+=("tapread:") ;;
-	rr) [[ " ${CONFIGS[*]} " == *" netns: "* || " ${CONFIGS[*]} " == *" netns "* ]] || CONFIGS+=("netns:") ;;
+	rr | crr) [[ " ${CONFIGS[*]} " == *" netns: "* || " ${CONFIGS[*]} " == *" netns "* ]] || CONFIGS+=("netns:") ;;
 	g2g) die "--ceiling: there is no ceiling row for g2g" ;;
 	esac
 fi
@@ -330,6 +355,9 @@ setup_link() {
 		ip -n "${NS_G[$i]}" link set eth0 address "${GUEST_MAC[$i]}"
 		ip -n "${NS_G[$i]}" addr add "${GUEST_IP[$i]}/24" dev eth0
 		ip -n "${NS_G[$i]}" link set eth0 up
+		# tcpperf crr closes first, as netperf's client: thousands of sockets in TIME_WAIT,
+		# whose ports it may take again (timestamps tell old segments from new)
+		ip netns exec "${NS_G[$i]}" sysctl -qw net.ipv4.tcp_tw_reuse=1 2>/dev/null || true
 	else
 		ip -n "$NS" tuntap add dev "${TAP[$i]}" mode tap
 	fi
@@ -391,6 +419,7 @@ guest_start() {
 	local cmdline="test=$test net.ip=${GUEST_IP[$i]}/24 net.peer=$peer net.port=$PORT"
 	cmdline+=" net.peer_port=$PORT net.secs=$secs net.size=$size net.sizes=$size"
 	[ "$PROTO" = udp ] || cmdline+=" net.tcp_mib=$MIB"
+	[ "$TCP_STREAM" = 0 ] || cmdline+=" net.write=$size"
 	[ -z "$OFFLOAD" ] || cmdline+=" net.offload=$OFFLOAD"
 	[ -z "${PROBE_ARGS:-}" ] || cmdline+=" $PROBE_ARGS"
 	local cmd=() ns=$NS
@@ -423,12 +452,14 @@ guest_start() {
 		udp_rr)
 			cmd=("$UDPPERF" rr --dest "$peer" --port "$PORT" --size "$size" --secs "$secs") ;;
 		tcp_stream)
-			cmd=("$TCPPERF" send --dest "$peer" --port "$PORT" --mib "$MIB") ;;
+			cmd=("$TCPPERF" send --dest "$peer" --port "$PORT" --mib "$MIB" --write "$size") ;;
 		tcp_sink)
 			cmd=("$TCPPERF" recv --port "$PORT" --mib "$MIB" --wait-secs "$TIMEOUT"
 				--ready-file "$TMP/$name.ready") ;;
 		tcp_rr)
 			cmd=("$TCPPERF" rr --dest "$peer" --port "$PORT" --size "$size" --secs "$secs") ;;
+		tcp_crr)
+			cmd=("$TCPPERF" crr --dest "$peer" --port "$PORT" --size "$size" --secs "$secs") ;;
 		esac
 		[ -z "$VCPU_PIN" ] || cmd=(taskset -c "$VCPU_PIN" "${cmd[@]}")
 		;;
@@ -555,7 +586,7 @@ guest_wait_ready() {
 # result_line NAME: the guest's result line
 result_line() {
 	tr -d '\r' <"$TMP/$1.out" |
-		grep -E '^(probe: (udp_stream|udp_sink|udp_rr|pktgen) |probe: (tcp_stream|tcp_sink) bytes=|probe: tcp_rr size=|udpperf: mode=|tcpperf: mode=|tapsend: |tapread: )' |
+		grep -E '^(probe: (udp_stream|udp_sink|udp_rr|pktgen) |probe: (tcp_stream|tcp_sink) bytes=|probe: tcp_c?rr size=|udpperf: mode=|tcpperf: mode=|tapsend: |tapread: )' |
 		tail -n 1 || true
 }
 
@@ -694,7 +725,7 @@ breakdown_format() {
 	fi
 	if [ "$PERF" = 1 ]; then
 		local rate=$R_PPS
-		[ "$DIR" != rr ] || rate=$R_TPS
+		[ "$RR" = 0 ] || rate=$R_TPS
 		perft=$(awk -F, -v n="$(awk -v r="${rate:-0}" -v s="$SECS" 'BEGIN { print r * s }')" '
 			BEGIN { split("cycles instructions cache-misses", want, " ") }
 			$1 ~ /^[0-9]+$/ { for (i = 1; i <= 3; i++) if (index($3, want[i])) v[i] = $1 }
@@ -802,9 +833,22 @@ mss_of() {
 	echo "$m"
 }
 
+# tcp_write_check NAME LINE SIZE: the sender (the probe's result LINE or tcpperf send's) wrote
+# in writes of SIZE bytes: it says write=SIZE and made at least one call per write.
+tcp_write_check() {
+	local w n
+	w=$(kv write "$2") n=$(kv sends "$2")
+	if [ "$w" != "$3" ] || [ "${n:-0}" -lt $((((MIB << 20) + $3 - 1) / $3)) ]; then
+		row_failed "$1" "the sender did not write $3 bytes at a time (write=$w sends=$n)"
+		return 1
+	fi
+}
+
 # offload_of NAME: R_OFFL, the offloads the probe negotiated (its "probe: net" line), if any.
 offload_of() {
-	R_OFFL=$(tr -d '\r' <"$TMP/$1.out" 2>/dev/null | sed -n 's/^probe: net .* offload=\([^ ]*\).*/\1/p' | tail -n 1)
+	R_OFFL=""
+	[ -e "$TMP/$1.out" ] || return 0
+	R_OFFL=$(tr -d '\r' <"$TMP/$1.out" | sed -n 's/^probe: net .* offload=\([^ ]*\).*/\1/p' | tail -n 1)
 }
 
 # run_tcp TAG CFG SIZE: one --proto tcp measurement (see run_one).
@@ -831,8 +875,9 @@ run_tcp() {
 			row_failed "$tag-g" "the guest's stream failed"
 			return
 		fi
-		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl") R_MSZ=$(mss_of "$tag-g" "$line")
-		R_TSO=$(kv tso_frames "$line")
+		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl") R_MSS=$(mss_of "$tag-g" "$line")
+		R_TSO=$(kv tso_frames "$line") R_SEGS=$(kv segs "$line") R_SMALL=$(kv small_segs "$line")
+		tcp_write_check "$tag-g" "$line" "$size" || return
 		;;
 	h2g)
 		guest_start "$tag-g" "$cfg" 0 tcp_sink "$size"
@@ -840,7 +885,7 @@ run_tcp() {
 		guest_wait_ready "$tag-g" "$gpid" || { row_failed "$tag-g" "the guest sink did not start"; return; }
 		[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
 		hl=$(ip netns exec "$NS" "${pin[@]}" "$TCPPERF" send --dest "${GUEST_IP[0]}" \
-			--port "$PORT" --mib "$MIB" 2>"$TMP/$tag-host.err") || true
+			--port "$PORT" --mib "$MIB" --write "$size" 2>"$TMP/$tag-host.err") || true
 		[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
 		echo "$hl" >"$TMP/$tag-host.out"
 		wait_pid "$gpid"
@@ -849,7 +894,33 @@ run_tcp() {
 		! tcp_failed "$tag-g" "$line" || { row_failed "$tag-g" "the guest's check failed: $line"; return; }
 		[ "$(kv ok "$hl")" = 1 ] || { row_failed "$tag-host" "tcpperf send: $hl"; return; }
 		# the host's time (connect to close, three decimals), the rate the guest received
-		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$line") R_MSZ=$(mss_of "$tag-g" "$hl")
+		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$line") R_MSS=$(mss_of "$tag-g" "$hl")
+		R_SEGS=$(kv segs "$hl")
+		tcp_write_check "$tag-host" "$hl" "$size" || return
+		;;
+	g2g)
+		# B listens first; A's stream goes to it over the bridge; B checks every byte.
+		guest_start "$tag-b" "$cfg" 1 tcp_sink "$size"
+		local bpid=$LAST_PID
+		guest_wait_ready "$tag-b" "$bpid" || { row_failed "$tag-b" "guest B's sink did not start"; return; }
+		guest_start "$tag-a" "$cfg" 0 tcp_stream "$size"
+		gpid=$LAST_PID
+		[ "$PROFILE" = 0 ] || profile_start "$tag-b" "$cfg" # the receiving VMM
+		wait_pid "$gpid"
+		[ "$PROFILE" = 0 ] || profile_finish "$tag-b"
+		wait_pid "$bpid"
+		hl=$(result_line "$tag-b") line=$(result_line "$tag-a")
+		[ -n "$hl" ] || { row_failed "$tag-b" "no result line from guest B"; return; }
+		! tcp_failed "$tag-b" "$hl" || { row_failed "$tag-b" "guest B's check failed: $hl"; return; }
+		if [ -z "$line" ] || tcp_failed "$tag-a" "$line"; then
+			row_failed "$tag-a" "guest A's stream failed"
+			return
+		fi
+		# the rate B received at; the elapsed time: B's (the probe's first to last byte), or
+		# the stand-in's accept to close
+		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl") R_MSS=$(mss_of "$tag-a" "$line")
+		R_TSO=$(kv tso_frames "$line") R_SEGS=$(kv segs "$line") R_SMALL=$(kv small_segs "$line")
+		tcp_write_check "$tag-a" "$line" "$size" || return
 		;;
 	rr)
 		host_tool "$tag-host" rr-server --bind "$HOST_IP" --port "$PORT" --size "$size" \
@@ -867,6 +938,30 @@ run_tcp() {
 		R_ELAPSED=$(kv secs "$line") R_TPS=$(kv tps "$line") R_RECV=$(kv trans "$line")
 		R_P50=$(kv lat_us_p50 "$line") R_P90=$(kv p90 "$line") R_P99=$(kv p99 "$line")
 		;;
+	crr)
+		# the server ends by itself 2 s after its last connection
+		host_tool "$tag-host" crr-server --bind "$HOST_IP" --port "$PORT" --size "$size" \
+			--wait-secs "$((SECS + TIMEOUT))" --idle-ms 2000
+		hpid=$LAST_PID
+		guest_start "$tag-g" "$cfg" 0 tcp_crr "$size"
+		gpid=$LAST_PID
+		[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
+		wait_pid "$gpid"
+		[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
+		host_end "$hpid"
+		hl=$(cat "$TMP/$tag-host.out")
+		line=$(result_line "$tag-g")
+		[ -n "$line" ] || { row_failed "$tag-g" "no result line from the guest"; return; }
+		! tcp_failed "$tag-g" "$line" || { row_failed "$tag-g" "connect/request/response failed: $line"; return; }
+		# every connection echoed and closed cleanly (the client first), both ends agreeing
+		if [ "$(kv ok "$hl")" != 1 ] || [ "$(kv trans "$hl")" != "$(kv trans "$line")" ] ||
+			[ "$(kv conns "$hl")" != "$(kv trans "$line")" ]; then
+			row_failed "$tag-host" "tcpperf crr-server: $hl; the guest: $line"
+			return
+		fi
+		R_ELAPSED=$(kv secs "$line") R_TPS=$(kv tps "$line") R_RECV=$(kv trans "$line")
+		R_P50=$(kv lat_us_p50 "$line") R_P90=$(kv p90 "$line") R_P99=$(kv p99 "$line")
+		;;
 	esac
 }
 
@@ -877,6 +972,7 @@ run_one() {
 	CUR_CFG=$cfg CUR_SIZE=$size
 	R_SOCK="" R_ELAPSED="" R_MBPS="" R_PPS="" R_SENT="" R_RECV="" R_CPU=""
 	R_TPS="" R_P50="" R_P90="" R_P99="" R_MSZ="" R_PROF="" R_AFF="" R_TSO="" R_OFFL=""
+	R_MSS="" R_SEGS="" R_SMALL=""
 	R_BD="" R_BDJ=""
 	local link=tap # a veth for netns:, a tap for all others (the VMMs, tapwrite:, tapread:)
 	[ "$kind" != netns ] || link=netns
@@ -889,6 +985,7 @@ run_one() {
 		run_tcp "$tag" "$cfg" "$size"
 		pinned_affinity "$tag"
 		offload_of "$tag-g"
+		[ -n "$R_OFFL" ] || offload_of "$tag-a"
 		return 0
 	fi
 	case "$DIR" in
@@ -1019,7 +1116,7 @@ pinned_affinity() {
 # Measure: per size and round, every configuration in turn (A, B, A, B ...)
 declare -A RES ROUND SPEEDUP SPEEDS
 NCFG=${#CONFIGS[@]}
-KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ PROF AFF TSO OFFL BD BDJ)
+KEYS=(SOCK ELAPSED MBPS PPS SENT RECV CPU TPS P50 P90 P99 MSZ PROF AFF TSO OFFL BD BDJ MSS SEGS SMALL)
 # Which configuration goes first alternates (A, B, then B, A, over sizes and rounds alike), so
 # that drift, warm-up and whatever the previous run left behind (host caches, the CPU's
 # frequency, a neighbour's load) fall on both equally.
@@ -1046,7 +1143,7 @@ done
 [ ! -t 2 ] || printf '\033[K' >&2
 
 # The figure --compare compares; the median of a list of numbers (the lower middle one).
-metric() { case "$DIR" in rr) echo TPS ;; pps) echo PPS ;; *) echo MBPS ;; esac; }
+metric() { case "$DIR" in rr | crr) echo TPS ;; pps) echo PPS ;; *) echo MBPS ;; esac; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 
 # Each configuration's row: its median round by the metric. B's speedup over A in percent: the
@@ -1079,9 +1176,11 @@ spread() {
 # title: the test's name, first line of the table and the plot's title
 title() {
 	[ "$PROTO" = udp ] || case "$DIR" in
-	g2h) echo "TCP STREAM TEST from ${GUEST_IP[0]} (guest tcp_stream) to $HOST_IP (host tcpperf recv) : $MIB MiB per run" ;;
-	h2g) echo "TCP STREAM TEST from $HOST_IP (host tcpperf send) to ${GUEST_IP[0]} (guest tcp_sink) : $MIB MiB per run" ;;
+	g2h) echo "TCP STREAM TEST from ${GUEST_IP[0]} (guest tcp_stream) to $HOST_IP (host tcpperf recv) : $MIB MiB per run, message size = write size" ;;
+	h2g) echo "TCP STREAM TEST from $HOST_IP (host tcpperf send) to ${GUEST_IP[0]} (guest tcp_sink) : $MIB MiB per run, message size = write size" ;;
+	g2g) echo "TCP STREAM TEST from ${GUEST_IP[0]} (guest A tcp_stream) to ${GUEST_IP[1]} (guest B tcp_sink) over a bridge : $MIB MiB per run, message size = write size" ;;
 	rr) echo "TCP REQUEST/RESPONSE TEST from ${GUEST_IP[0]} (guest tcp_rr) to $HOST_IP (host tcpperf rr-server) : $SECS s per size" ;;
+	crr) echo "TCP CONNECT/REQUEST/RESPONSE TEST from ${GUEST_IP[0]} (guest tcp_crr) to $HOST_IP (host tcpperf crr-server) : $SECS s per size, a connection per transaction" ;;
 	esac
 	[ "$PROTO" = tcp ] || case "$DIR" in
 	g2h) echo "UDP UNIDIRECTIONAL SEND TEST from ${GUEST_IP[0]} (guest) to $HOST_IP (host) : $SECS s per size" ;;
@@ -1100,7 +1199,7 @@ table() {
 	for ((c = 0; c < NCFG; c++)); do [ ${#CONFIGS[$c]} -lt $CW ] || CW=$((${#CONFIGS[$c]} + 1)); done
 	sp_h1="" sp_h2="" sp_h3=""
 	[ "$NCFG" -ge 2 ] && sp_h1=" Speedup" sp_h2=" B vs A" sp_h3=" %"
-	if [ "$DIR" = rr ]; then
+	if [ "$RR" = 1 ]; then
 		printf "%-${CW}s %-8s %-8s %-8s %-10s %-9s %-9s %-9s %-8s%s\n" Config Socket Request Elapsed Trans. Latency Latency Latency "VMM CPU" "$sp_h1"
 		printf "%-${CW}s %-8s %-8s %-8s %-10s %-9s %-9s %-9s %-8s%s\n" "" Size Size Time Rate p50 p90 p99 "per tr." "$sp_h2"
 		printf "%-${CW}s %-8s %-8s %-8s %-10s %-9s %-9s %-9s %-8s%s\n" "" bytes bytes secs "per sec" us us us us "$sp_h3"
@@ -1115,7 +1214,7 @@ table() {
 			d() { local v=${RES[$c,$size,$1]}; echo "${v:--}"; }
 			sp=""
 			[ "$NCFG" -ge 2 ] && [ $c = 1 ] && sp=" $(speedup "$size") $(spread "$size")"
-			if [ "$DIR" = rr ]; then
+			if [ "$RR" = 1 ]; then
 				printf "%-${CW}s %-8s %-8s %-8s %-10s %-9s %-9s %-9s %-8s%s\n" "${CONFIGS[$c]}" \
 					"$(d SOCK)" "$size" "$(d ELAPSED)" "$(d TPS)" "$(d P50)" "$(d P90)" "$(d P99)" "$(d CPU)" "$sp"
 			else
@@ -1140,7 +1239,7 @@ gq() { printf "'%s'" "${1//\'/\'\'}"; }
 is_ceiling() {
 	case "${CONFIGS[$1]}" in
 	tapwrite | tapwrite: | tapread | tapread:) return 0 ;;
-	netns | netns:) [ "$CEILING" = 1 ] && [ "$DIR" = rr ] ;;
+	netns | netns:) [ "$CEILING" = 1 ] && [ "$RR" = 1 ] ;;
 	*) return 1 ;;
 	esac
 }
@@ -1177,7 +1276,7 @@ plot_svg() {
 	tics=$(sed 's/.*/"&" &/' <<<"$xs" | paste -sd ,)
 	case "$M" in TPS) ylabel="transactions/s" ;; PPS) ylabel="packets/s (received)" ;; *) ylabel="throughput, Mbit/s (received)" ;; esac
 	{
-		echo "set terminal svg size $([ "$DIR" = rr ] && echo 1200,520 || echo 900,520) dynamic noenhanced font 'Arial,12' background 'white'"
+		echo "set terminal svg size $([ "$RR" = 1 ] && echo 1200,520 || echo 900,520) dynamic noenhanced font 'Arial,12' background 'white'"
 		echo "set output $(gq "$out")"
 		echo "set datafile missing '-'"
 		echo "set logscale x 2"
@@ -1188,7 +1287,7 @@ plot_svg() {
 		echo "set yrange [0:*]"
 		echo "set grid"
 		echo "set key below"
-		if [ "$DIR" = rr ]; then
+		if [ "$RR" = 1 ]; then
 			echo "set multiplot layout 1,2 title $(gq "$(title)")"
 			echo "set title 'latency, p50 and p99'"
 			echo "set ylabel 'latency, us'"
@@ -1229,7 +1328,7 @@ if [ "$JSON" = 1 ]; then
 			printf '{"config":"%s","message_bytes":%s' "${CONFIGS[$c]}" "${RES[$c,$size,MSZ]:-$size}"
 			printf ',"socket_bytes":%s' "$(json_num "${RES[$c,$size,SOCK]}")"
 			printf ',"elapsed_s":%s' "$(json_num "${RES[$c,$size,ELAPSED]}")"
-			if [ "$DIR" = rr ]; then
+			if [ "$RR" = 1 ]; then
 				printf ',"tps":%s' "$(json_num "${RES[$c,$size,TPS]}")"
 				printf ',"lat_us_p50":%s' "$(json_num "${RES[$c,$size,P50]}")"
 				printf ',"lat_us_p90":%s' "$(json_num "${RES[$c,$size,P90]}")"
@@ -1244,6 +1343,11 @@ if [ "$JSON" = 1 ]; then
 			printf ',"vmm_cpu_us_per_pkt":%s' "$(json_num "${RES[$c,$size,CPU]}")"
 			if [ -n "${RES[$c,$size,OFFL]}" ]; then printf ',"offload":"%s"' "${RES[$c,$size,OFFL]}"; fi
 			if [ -n "${RES[$c,$size,TSO]}" ]; then printf ',"tso_frames":%s' "${RES[$c,$size,TSO]}"; fi
+			if [ "$TCP_STREAM" = 1 ]; then
+				printf ',"write_bytes":%s,"mss":%s' "$size" "$(json_num "${RES[$c,$size,MSS]}")"
+				printf ',"segs":%s' "$(json_num "${RES[$c,$size,SEGS]}")"
+				if [ -n "${RES[$c,$size,SMALL]}" ]; then printf ',"small_segs":%s' "${RES[$c,$size,SMALL]}"; fi
+			fi
 			if [ -n "${RES[$c,$size,AFF]}" ]; then printf ',"affinity":"%s"' "${RES[$c,$size,AFF]}"; fi
 			[ "$BREAKDOWN" = 0 ] || printf ',"breakdown":%s' "${RES[$c,$size,BDJ]:-null}"
 			if [ "$NCFG" -ge 2 ] && [ $c = 1 ]; then

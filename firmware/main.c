@@ -51,6 +51,7 @@ static const struct {
     {"tcp_stream", test_tcp_stream},
     {"tcp_sink", test_tcp_sink},
     {"tcp_rr", test_tcp_rr},
+    {"tcp_crr", test_tcp_crr},
     {"virtio-bench", test_virtio_bench},
 };
 

@@ -192,6 +192,10 @@ static void emit(struct tcp_stack *s, struct tcp_conn *c, uint32_t seq, uint8_t 
 	put16(h + 16, 0);
 	put16(h + 18, 0);
 	ring_get(c->sbuf, c->shead + off, h + hl, len);
+	if (len) {
+		c->data_segs++;
+		c->small_segs += len < c->mss;
+	}
 	unsigned total = hl + len;
 	unsigned oflags = 0;
 	if (s->tx_csum_offload) {
@@ -246,6 +250,86 @@ static void send_reset(struct tcp_stack *s, uint32_t src, uint32_t dst, const ui
 static void arm_rto(struct tcp_stack *s, struct tcp_conn *c)
 {
 	c->rto_at = now(s) + c->rto;
+}
+
+/* --- TIME_WAIT after the slot: the table of tcp.h's s->tw --- */
+
+static bool tw_live(const struct tcp_tw *e, uint64_t t)
+{
+	return e->lport && t < e->until;
+}
+
+static struct tcp_tw *tw_find(struct tcp_stack *s, uint32_t src, uint32_t dst, uint16_t sport,
+			      uint16_t dport)
+{
+	uint64_t t = now(s);
+	for (int i = 0; i < TCP_TW_MAX; i++) {
+		struct tcp_tw *e = &s->tw[i];
+		if (tw_live(e, t) && e->lport == dport && e->rport == sport && e->rip == src &&
+		    e->lip == dst)
+			return e;
+	}
+	return 0;
+}
+
+/* A connection in TIME_WAIT whose program is done with it: what TIME_WAIT needs goes into the
+ * table (the oldest entry makes room when it is full), and the slot closes. */
+static void tw_park(struct tcp_stack *s, struct tcp_conn *c)
+{
+	uint64_t t = now(s);
+	struct tcp_tw *e = 0;
+	for (int i = 0; i < TCP_TW_MAX && !e; i++)
+		if (!tw_live(&s->tw[i], t))
+			e = &s->tw[i];
+	if (!e) {
+		e = &s->tw[0];
+		for (int i = 1; i < TCP_TW_MAX; i++)
+			if (s->tw[i].until < e->until)
+				e = &s->tw[i];
+		s->tw_recycled++;
+	}
+	e->lip = c->lip;
+	e->rip = c->rip;
+	e->lport = c->lport;
+	e->rport = c->rport;
+	e->snd_nxt = c->snd_max;
+	e->rcv_nxt = c->rcv_nxt;
+	e->win = (uint16_t)min32(rcv_window(c, false) >> c->rcv_wscale, 0xffff);
+	e->until = c->tw_at ? c->tw_at : t + TCP_TIME_WAIT_US;
+	set_closed(c, TCP_OK);
+}
+
+/* A segment for a TIME_WAIT entry: a retransmitted FIN (our last ACK was lost) is acknowledged
+ * again and restarts the wait; so is anything else that takes sequence space (data, a SYN).
+ * A bare ACK gets no answer (two ends in TIME_WAIT would ACK each other's ACKs forever), and
+ * a RST is ignored (RFC 1337: it must not cut TIME_WAIT short). */
+static void tw_input(struct tcp_stack *s, struct tcp_tw *e, uint8_t flags, uint32_t seglen)
+{
+	if ((flags & TCP_RST) || !seglen)
+		return;
+	if (flags & TCP_FIN)
+		e->until = now(s) + TCP_TIME_WAIT_US;
+	uint8_t *h = s->txbuf;
+	put16(h, e->lport);
+	put16(h + 2, e->rport);
+	put32(h + 4, e->snd_nxt);
+	put32(h + 8, e->rcv_nxt);
+	h[12] = TCP_HLEN / 4 << 4;
+	h[13] = TCP_ACK;
+	put16(h + 14, e->win);
+	put16(h + 16, 0);
+	put16(h + 18, 0);
+	put16(h + 16, tcp_checksum(e->lip, e->rip, h, TCP_HLEN));
+	s->output(s->ctx, e->lip, e->rip, h, TCP_HLEN, 0);
+}
+
+/* Into TIME_WAIT (the caller parks a connection no program holds any more: tw_park). */
+static void enter_time_wait(struct tcp_stack *s, struct tcp_conn *c)
+{
+	c->state = TCP_TIME_WAIT;
+	c->rto_at = 0;
+	c->tw_at = now(s) + TCP_TIME_WAIT_US;
+	s->time_waits++;
 }
 
 /*
@@ -492,8 +576,11 @@ static bool process_ack(struct tcp_stack *s, struct tcp_conn *c, const struct se
 		if (c->state == TCP_FIN_WAIT_1) {
 			c->state = TCP_FIN_WAIT_2;
 		} else if (c->state == TCP_CLOSING) {
-			c->state = TCP_TIME_WAIT;
-			c->tw_at = t + TCP_TIME_WAIT_US;
+			enter_time_wait(s, c);
+			if (!c->owned) {
+				tw_park(s, c);
+				return false;
+			}
 		} else if (c->state == TCP_LAST_ACK) {
 			set_closed(c, TCP_OK);
 			return false;
@@ -600,11 +687,11 @@ static void process_data(struct tcp_stack *s, struct tcp_conn *c, struct seg *g)
 		} else if (c->state == TCP_FIN_WAIT_1) {
 			c->state = TCP_CLOSING;
 		} else {
-			c->state = TCP_TIME_WAIT;
-			c->rto_at = 0;
-			c->tw_at = now(s) + TCP_TIME_WAIT_US;
+			enter_time_wait(s, c);
 		}
 		send_ack(s, c);
+		if (c->state == TCP_TIME_WAIT && !c->owned)
+			tw_park(s, c);
 		return;
 	}
 	/* Filling a gap is acknowledged at once (RFC 5681 4.2): the sender is recovering. */
@@ -719,6 +806,11 @@ void tcp_input(struct tcp_stack *s, uint32_t src, uint32_t dst, const void *segp
 		parse_options(&g, raw + TCP_HLEN, hl - TCP_HLEN);
 	int id = find_conn(s, src, dst, sport, dport);
 	if (id < 0) {
+		struct tcp_tw *e = tw_find(s, src, dst, sport, dport);
+		if (e) {
+			tw_input(s, e, g.flags, seglen);
+			return;
+		}
 		struct tcp_conn *c;
 		if ((g.flags & (TCP_SYN | TCP_ACK | TCP_RST)) == TCP_SYN && dst == s->ip &&
 		    listening(s, dport) && sport && (c = conn_alloc(s))) {
@@ -914,10 +1006,14 @@ int tcp_accept(struct tcp_stack *s, uint16_t port)
 	return -1;
 }
 
-static bool port_in_use(const struct tcp_stack *s, uint16_t port)
+static bool port_in_use(struct tcp_stack *s, uint16_t port)
 {
 	if (listening(s, port))
 		return true;
+	uint64_t t = now(s);
+	for (int i = 0; i < TCP_TW_MAX; i++)
+		if (tw_live(&s->tw[i], t) && s->tw[i].lport == port)
+			return true;
 	for (int i = 0; i < TCP_MAX_CONNS; i++)
 		if ((s->conns[i].state != TCP_CLOSED || s->conns[i].owned) &&
 		    s->conns[i].lport == port)
@@ -1026,7 +1122,9 @@ void tcp_release(struct tcp_stack *s, int id)
 	struct tcp_conn *c = conn(s, id);
 	if (!c)
 		return;
-	if (c->state != TCP_CLOSED && !c->fin_queued)
+	if (c->state == TCP_TIME_WAIT)
+		tw_park(s, c);
+	else if (c->state != TCP_CLOSED && !c->fin_queued)
 		tcp_abort(s, id);
 	else if (c->state != TCP_CLOSED && !c->tw_at)
 		c->tw_at = now(s) + ORPHAN_US; /* a peer that never sends its FIN */

@@ -10,6 +10,14 @@
  * recovery on three duplicate ACKs), zero-window probes on a persist timer, retransmission on
  * an RTO from RFC 6298 estimates with Karn's rule and exponential backoff; FIN and RST both
  * ways, a short TIME_WAIT; a small table of connections and listening ports.
+ * TIME_WAIT outlives the connection's slot: a connection released by its program (or closed
+ * after its release) that reaches TIME_WAIT leaves only its addresses, ports and sequence
+ * numbers in a table of TCP_TW_MAX entries, and the slot is free for the next connection, so
+ * a program can open and close connections one after another (netperf's TCP_CRR). An entry
+ * answers a retransmitted FIN (or anything but a RST, which it ignores: RFC 1337) with an ACK
+ * and keeps its local port from being chosen again until it expires; when the table is full
+ * the oldest entry is dropped early (counted in tw_recycled). Ephemeral ports are taken in
+ * turn from 49152 up, skipping any in use or in TIME_WAIT.
  * Out-of-order segments are kept (up to TCP_OOO_MAX separate ranges, inside the window; past
  * that they are dropped) and answered with an immediate duplicate ACK, which drives the
  * sender's fast retransmit; the ACK for data that fills a gap goes at once too.
@@ -43,6 +51,7 @@
 #define TCP_RTO_MAX_US	   60000000
 #define TCP_MAX_RETRIES	   10 /* RTO expiries in a row before the connection is dropped */
 #define TCP_TIME_WAIT_US   500000
+#define TCP_TW_MAX	   1024 /* released connections remembered in TIME_WAIT */
 #define TCP_PERSIST_MAX_US 5000000
 
 #define SEQ_LT(a, b)  ((int32_t)((uint32_t)(a) - (uint32_t)(b)) < 0)
@@ -139,6 +148,9 @@ struct tcp_conn {
 	uint64_t rtt_start;
 
 	uint64_t retransmits, fast_retransmits, dup_acks_sent, ooo_dropped;
+	/* Segments sent with data (a TSO segment counts once), and those of them with less
+	 * than one MSS: what a program's small writes became on the wire. */
+	uint64_t data_segs, small_segs;
 
 	uint8_t sbuf[TCP_BUF_SIZE], rbuf[TCP_BUF_SIZE];
 };
@@ -154,6 +166,15 @@ struct tcp_stack {
 	uint16_t next_port;   /* the next ephemeral port */
 	uint16_t listen[TCP_MAX_LISTEN]; /* listening ports, 0: unused */
 	uint64_t rx_bad, rx_no_conn, resets_sent;
+	/* connections that reached TIME_WAIT; TIME_WAIT entries dropped early (table full) */
+	uint64_t time_waits, tw_recycled;
+	struct tcp_tw {
+		uint32_t lip, rip;
+		uint16_t lport, rport; /* lport 0: a free entry */
+		uint32_t snd_nxt, rcv_nxt;
+		uint16_t win; /* the window field of its ACKs */
+		uint64_t until;
+	} tw[TCP_TW_MAX];
 	struct tcp_conn conns[TCP_MAX_CONNS];
 	uint8_t txbuf[60 + TCP_TSO_MAX];
 };
@@ -182,8 +203,9 @@ int tcp_recv(struct tcp_stack *s, int id, void *buf, unsigned len);
 void tcp_close(struct tcp_stack *s, int id);
 /* Reset the connection now (RST). */
 void tcp_abort(struct tcp_stack *s, int id);
-/* The program is done with id: the slot is reused once the connection is closed (a connection
- * never closed with tcp_close is aborted; one closed gets a minute to finish). */
+/* The program is done with id: the slot is reused once the connection is closed or in
+ * TIME_WAIT (a connection never closed with tcp_close is aborted; one closed gets a minute to
+ * finish, and its TIME_WAIT goes on in the stack's table). */
 void tcp_release(struct tcp_stack *s, int id);
 
 enum tcp_state tcp_state(const struct tcp_stack *s, int id);

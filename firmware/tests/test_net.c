@@ -209,3 +209,8 @@ const char *test_tcp_rr(void)
 {
 	return run(net_tcp_rr);
 }
+
+const char *test_tcp_crr(void)
+{
+	return run(net_tcp_crr);
+}

@@ -1,7 +1,7 @@
 /*
  * Network benchmark programs for the probe (test=serve|udp_stream|udp_rr|udp_sink|pktgen|
- * bulk_send|bulk_recv|tcp_stream|tcp_sink|tcp_rr) on the first virtio-net device; see net.h for the
- * stack and its net.* words.
+ * bulk_send|bulk_recv|tcp_stream|tcp_sink|tcp_rr|tcp_crr) on the first virtio-net device; see net.h
+ * for the stack and its net.* words.
  */
 #ifndef TEST_NET_H
 #define TEST_NET_H
@@ -20,6 +20,7 @@ const char *test_bulk_recv(void);
 const char *test_tcp_stream(void);
 const char *test_tcp_sink(void);
 const char *test_tcp_rr(void);
+const char *test_tcp_crr(void);
 
 /* Shared by the programs (test_net.c). */
 uint64_t net_arg(const char *key, uint64_t def);
@@ -38,6 +39,7 @@ const char *net_bulk_recv(void);
 const char *net_tcp_stream(void); /* test_tcp_stream.c */
 const char *net_tcp_sink(void);	  /* test_tcp_sink.c */
 const char *net_tcp_rr(void);	  /* test_tcp_rr.c */
+const char *net_tcp_crr(void);	  /* test_tcp_crr.c */
 
 /* Byte k of the TCP test stream (tcp_stream sends it, tcp_sink and tcpperf check it). */
 static inline uint8_t net_tcp_pattern(uint64_t k)

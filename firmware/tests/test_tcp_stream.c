@@ -3,6 +3,14 @@
  * net.peer:net.peer_port, then a close both ways. Byte i of the stream is
  * (i * 131 + (i >> 9)) mod 256 (net_tcp_pattern; tests/unit/test_tcp.c's pattern), for the host to
  * check.
+ *
+ * net.write=N (1..65536, default 65536): the application's write size, netperf's -m. Each
+ * write hands the TCP layer N bytes in one tcp_send call, once the send ring has room for all
+ * of them (a write of more than half the 64 KiB ring goes in pieces as the ring drains, as a
+ * blocking send() into a full socket buffer does). The TCP has no Nagle algorithm: a write goes out
+ * at once as its own segment while the peer's and the congestion window allow, and only what waits
+ * for the window is sent together (as Linux with TCP_NODELAY). `sends=` counts the tcp_send calls,
+ * `segs=` the data segments sent (a TSO segment once) and `small_segs=` those shorter than the MSS.
  */
 #include "net.h"
 #include "printf.h"
@@ -12,7 +20,7 @@
 #define CONNECT_MS 5000
 #define STALL_MS   10000
 #define CLOSE_MS   2000
-#define CHUNK	   65536 /* up to the whole ring: TSO segments as large as the window allows */
+#define CHUNK	   65536 /* the largest write: the whole ring */
 
 static uint8_t chunk[CHUNK];
 
@@ -53,6 +61,9 @@ static bool peer_closed(int id)
 const char *net_tcp_stream(void)
 {
 	uint64_t total = net_arg("net.tcp_mib", 16) << 20;
+	uint64_t wsize = net_arg("net.write", CHUNK);
+	if (wsize < 1 || wsize > CHUNK)
+		return "net.write must be 1..65536";
 	net_tcp_open();
 	int id;
 	const char *err = net_tcp_connect(netif.peer, netif.peer_port, &id);
@@ -61,23 +72,29 @@ const char *net_tcp_stream(void)
 	if (!net_tcp_wait(connected, id, CONNECT_MS) || tcp_state(&net_tcp, id) != TCP_ESTABLISHED)
 		return "tcp_stream: no connection";
 	struct tcp_conn *c = &net_tcp.conns[id];
-	kprintf("probe: tcp_stream connected mss=%u wscale=%u/%u bytes=%lu\n", c->mss,
-		c->snd_wscale, c->rcv_wscale, total);
-	uint64_t sent = 0, t0 = rdtsc(), last = t0, stall = virtio_ms_to_cycles(STALL_MS);
+	kprintf("probe: tcp_stream connected mss=%u wscale=%u/%u bytes=%lu write=%lu\n", c->mss,
+		c->snd_wscale, c->rcv_wscale, total, wsize);
+	uint64_t sent = 0, sends = 0, t0 = rdtsc(), last = t0,
+		 stall = virtio_ms_to_cycles(STALL_MS);
+	uint64_t wleft = 0; /* what is left of the current write */
 	uint32_t una = c->snd_una;
 	while (sent < total) {
-		uint64_t n = total - sent;
+		if (!wleft)
+			wleft = total - sent < wsize ? total - sent : wsize;
+		uint64_t n = wleft;
 		unsigned space = tcp_send_space(&net_tcp, id);
+		/* a write goes whole once the ring has room for it; past half the ring, in
+		 * pieces as it drains (a write waiting for an empty ring would drain the pipe) */
 		if (n > space)
-			n = space;
-		if (n > CHUNK)
-			n = CHUNK;
+			n = n <= TCP_BUF_SIZE / 2 ? 0 : space;
 		if (n) {
 			fill(chunk, sent, (unsigned)n);
 			int k = tcp_send(&net_tcp, id, chunk, (unsigned)n);
 			if (k < 0)
 				return "tcp_stream: the connection is gone";
 			sent += (unsigned)k;
+			wleft -= (unsigned)k;
+			sends += k > 0;
 		}
 		net_tcp_poll();
 		uint64_t now = rdtsc();
@@ -97,10 +114,12 @@ const char *net_tcp_stream(void)
 	char secs[32], mbps[32];
 	net_fmt_ratio(secs, us, 1000000);
 	net_fmt_ratio(mbps, total * 8, us);
-	kprintf("probe: tcp_stream bytes=%lu secs=%s mbps=%s retransmits=%lu fast_retransmits=%lu "
-		"srtt_us=%u rto_us=%u state=%u err=%u reentry_drops=%lu tso_frames=%lu\n",
-		total, secs, mbps, c->retransmits, c->fast_retransmits, c->srtt, c->rto, c->state,
-		c->err, net_tcp_reentry_drops, net_tcp_tso_frames);
+	kprintf("probe: tcp_stream bytes=%lu secs=%s mbps=%s write=%lu sends=%lu segs=%lu "
+		"small_segs=%lu retransmits=%lu fast_retransmits=%lu srtt_us=%u rto_us=%u state=%u "
+		"err=%u reentry_drops=%lu tso_frames=%lu\n",
+		total, secs, mbps, wsize, sends, c->data_segs, c->small_segs, c->retransmits,
+		c->fast_retransmits, c->srtt, c->rto, c->state, c->err, net_tcp_reentry_drops,
+		net_tcp_tso_frames);
 	if (!acked || c->err)
 		return "tcp_stream: not all data acknowledged";
 	if (!closed)

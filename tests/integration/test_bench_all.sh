@@ -44,11 +44,13 @@ inside() { sed -n '/^<!-- bench-all: begin -->$/,/^<!-- bench-all: end -->$/p' "
 SWEEPS="--dir g2h --ceiling --probe-args net.txwait=halt --sizes '32 64 128 256 512 1024 65507' VMS --rounds R --secs 2 --plot docs/plots/udp-g2h.svg
 --dir h2g --ceiling --probe-args net.rxwait=halt --sizes '64 512 1472 65507' VMS --rounds R --secs 2 --plot docs/plots/udp-h2g.svg
 --dir rr --ceiling --sizes '64 4000' VMS --rounds R --secs 2 --plot docs/plots/udp-rr.svg
---proto tcp --dir g2h --offload on VMS --rounds R --secs 2 --plot docs/plots/tcp-g2h-on.svg
---proto tcp --dir g2h --offload off VMS --rounds R --secs 2 --plot docs/plots/tcp-g2h-off.svg
---proto tcp --dir h2g --offload on VMS --rounds R --secs 2 --plot docs/plots/tcp-h2g-on.svg
---proto tcp --dir h2g --offload off VMS --rounds R --secs 2 --plot docs/plots/tcp-h2g-off.svg
---proto tcp --dir rr --ceiling --sizes '1 64' VMS --rounds R --secs 2 --plot docs/plots/tcp-rr.svg"
+--proto tcp --dir g2h --offload on --sizes '64 1448 65536' VMS --rounds R --secs 2 --plot docs/plots/tcp-g2h-on.svg
+--proto tcp --dir g2h --offload off --sizes '64 1448 65536' VMS --rounds R --secs 2 --plot docs/plots/tcp-g2h-off.svg
+--proto tcp --dir h2g --offload on --sizes '64 1448 65536' VMS --rounds R --secs 2 --plot docs/plots/tcp-h2g-on.svg
+--proto tcp --dir h2g --offload off --sizes '64 1448 65536' VMS --rounds R --secs 2 --plot docs/plots/tcp-h2g-off.svg
+--proto tcp --dir g2g --sizes '64 1448 65536' VMS --rounds R --secs 2 --plot docs/plots/tcp-g2g.svg
+--proto tcp --dir rr --ceiling --sizes '1 64' VMS --rounds R --secs 2 --plot docs/plots/tcp-rr.svg
+--proto tcp --dir crr --ceiling --sizes 64 VMS --rounds R --secs 2 --plot docs/plots/tcp-crr.svg"
 # expect VMS ROUNDS: the dry run's expected output
 expect() { sed "s|^|$FAKE |; s|VMS|$1|; s|--rounds R|--rounds $2|" <<<"$SWEEPS"; }
 out=$(NETBENCH=$FAKE QEMU=/nonexistent/qemu "$ALL" --dry-run) || fail "--dry-run failed"
@@ -72,12 +74,12 @@ all --force
 [ $rc = 0 ] || fail "--force: status $rc, $(cat "$TEST_TMP/all.err")"
 grep -q 'run with --force on a loaded machine (load average 3.00 over 0.5)' "$TEST_TMP/all.err" ||
 	fail "--force: not said: $(cat "$TEST_TMP/all.err")"
-[ "$(wc -l <"$FAKE_LOG")" = 8 ] || fail "--force: not 8 sweeps: $(cat "$FAKE_LOG")"
+[ "$(wc -l <"$FAKE_LOG")" = 10 ] || fail "--force: not 10 sweeps: $(cat "$FAKE_LOG")"
 [ "$(outside "$DOC")" = "$(outside "$TEST_TMP/orig.md")" ] || fail "text outside the markers changed: $(diff <(outside "$TEST_TMP/orig.md") <(outside "$DOC"))"
 [ "$(inside "$DOC")" != "$(inside "$TEST_TMP/orig.md")" ] || fail "the section did not change"
 grep -q '^\*\*Run with --force on a loaded machine' "$DOC" || fail "--force: the file does not say so"
 section=$(inside "$DOC")
-for n in udp-g2h udp-h2g udp-rr tcp-g2h-on tcp-g2h-off tcp-h2g-on tcp-h2g-off tcp-rr; do
+for n in udp-g2h udp-h2g udp-rr tcp-g2h-on tcp-g2h-off tcp-h2g-on tcp-h2g-off tcp-g2g tcp-rr tcp-crr; do
 	# (the plot where it was written: beside --doc)
 	cmd=$(expect "--config minivmm:" 5 | grep -F -- "--plot docs/plots/$n.svg" | sed "s|docs/plots|$DOCS/plots|")
 	grep -qxF "    $cmd" <<<"$section" || fail "$n: its command is not in the section"
@@ -86,7 +88,7 @@ for n in udp-g2h udp-h2g udp-rr tcp-g2h-on tcp-g2h-off tcp-h2g-on tcp-h2g-off tc
 	grep -qF "](plots/$n.svg)" <<<"$section" || fail "$n: no plot in the section"
 	grep -q '<text>1</text>' "$DOCS/plots/$n.svg" || fail "$n: plot not copied to $DOCS/plots"
 done
-[ "$(grep -c ', load average 3.00 2.00 1.00 at the start:$' <<<"$section")" = 8 ] ||
+[ "$(grep -c ', load average 3.00 2.00 1.00 at the start:$' <<<"$section")" = 10 ] ||
 	fail "no machine line per sweep: $section"
 grep -q "^$(date -u +%Y-%m-%d) [0-9:]* UTC; .*, $(nproc) cores, kernel $(uname -r), load average" <<<"$section" ||
 	fail "the machine line: $section"
@@ -107,7 +109,7 @@ rm -f "$FAKE_LOG"
 FAKE_RUN=3 FAKE_FAIL="--proto tcp --dir h2g --offload on" all
 [ $rc = 1 ] && grep -q 'failed: tcp-h2g-on;' "$TEST_TMP/all.err" ||
 	fail "failed sweep: status $rc, $(cat "$TEST_TMP/all.err")"
-[ "$(wc -l <"$FAKE_LOG")" = 8 ] || fail "failed sweep: not every sweep ran"
+[ "$(wc -l <"$FAKE_LOG")" = 10 ] || fail "failed sweep: not every sweep ran"
 cmp -s "$DOC" "$TEST_TMP/before.md" || fail "failed sweep: the file changed"
 ! grep -q '<text>3</text>' "$DOCS"/plots/*.svg || fail "failed sweep: plots changed"
 

@@ -88,7 +88,7 @@ refused 'tapread: measures h2g only' --dir g2h --config tapread: --sizes 64
 refused 'tapread: measures h2g only' --dir rr --config tapread:
 refused 'tapread: measures UDP only' --dir h2g --proto tcp --config tapread:
 refused 'no ceiling row for g2g' --dir g2g --config netns: --ceiling --sizes 64
-refused '--dir rr only' --dir h2g --proto tcp --config netns: --ceiling
+refused '--dir rr or crr only' --dir h2g --proto tcp --config netns: --ceiling
 
 ip netns list | grep -qw -- "$NETBENCH_NS" && fail "netbench left its namespace behind"
 for p in $(pgrep -f "build/examples/(tapread|udpperf|tcpperf)"); do

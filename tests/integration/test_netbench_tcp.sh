@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# examples/netbench.sh --proto tcp end to end, briefly: g2h, h2g and rr through the script's
+# examples/netbench.sh --proto tcp end to end, briefly: g2h, h2g, g2g, rr and crr (a connection per
+# transaction, both ends counting the same clean closes) through the script's
 # namespace with the netns: stand-in (tcpperf on both ends: no /dev/kvm needed), and with
 # minivmm and the probe where /dev/kvm works; every row must have moved data with every byte
-# checked, the JSON must say tcp, the UDP-only directions are refused, --offload on|off reaches
-# the probe (where /dev/kvm works: TSO frames with on, none with off), and nothing the script
-# made may outlive it.
+# checked, the JSON must say tcp, a stream row per write size (--sizes) with its sender's
+# writes of that size, the UDP-only directions are refused, --offload on|off reaches the probe
+# (where /dev/kvm works: TSO frames with on, none with off), and nothing the script made may
+# outlive it.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/netns.sh"
 netns_require
@@ -13,9 +15,13 @@ command -v cc >/dev/null || skip "no C compiler"
 BENCH=$ROOT/examples/netbench.sh
 export NETBENCH_NS=nbtcp-test-$$
 
-# value JSON CONFIG KEY: KEY of CONFIG's (only) row in netbench's --json output
-value() { grep -o "{\"config\":\"$2\",[^}]*}" <<<"$1" | sed -n "s/.*\"$3\":\([^,}]*\).*/\1/p"; }
-# positive JSON CONFIG KEY
+# value JSON CONFIG KEY [SIZE]: KEY of CONFIG's (only, or message size SIZE's) row in netbench's
+# --json output
+value() {
+	grep -o "{\"config\":\"$2\",\"message_bytes\":${4:-[0-9]*},[^}]*}" <<<"$1" |
+		sed -n "s/.*\"$3\":\([^,}]*\).*/\1/p"
+}
+# positive JSON CONFIG KEY [SIZE]
 positive() {
 	local v
 	v=$(value "$@")
@@ -25,22 +31,34 @@ positive() {
 configs=(netns:)
 kvm_usable && configs+=(minivmm:)
 for cfg in "${configs[@]}"; do
-	for dir in g2h h2g rr; do
-		out=$(timeout 120 "$BENCH" --proto tcp --dir $dir --config "$cfg" --mib 16 --secs 1 --json \
-			2>"$TEST_TMP/$dir.err") || { cat "$TEST_TMP/$dir.err"; fail "$cfg $dir failed: $out"; }
+	for dir in g2h h2g g2g rr crr; do
+		sizes=(--sizes "64 65536")
+		[[ $dir != *rr ]] || sizes=()
+		out=$(timeout 120 "$BENCH" --proto tcp --dir $dir --config "$cfg" --mib 4 --secs 1 --json \
+			"${sizes[@]}" 2>"$TEST_TMP/$dir.err") || { cat "$TEST_TMP/$dir.err"; fail "$cfg $dir failed: $out"; }
 		grep -q "^{\"dir\":\"$dir\",\"proto\":\"tcp\"," <<<"$out" || fail "$cfg $dir: not tcp: $out"
-		if [ $dir = rr ]; then
+		if [[ $dir == *rr ]]; then
 			positive "$out" "$cfg" tps
 			positive "$out" "$cfg" transactions
 			awk -v a="$(value "$out" "$cfg" lat_us_p50)" -v b="$(value "$out" "$cfg" lat_us_p90)" \
 				-v c="$(value "$out" "$cfg" lat_us_p99)" 'BEGIN { exit !(a > 0 && a <= b && b <= c) }' ||
 				fail "$cfg rr: percentiles out of order: $out"
 		else
-			positive "$out" "$cfg" mbps
-			positive "$out" "$cfg" elapsed_s
-			# the message size of a stream row is the MSS
-			m=$(value "$out" "$cfg" message_bytes)
-			[ "${m:-0}" -ge 536 ] && [ "$m" -le 1460 ] || fail "$cfg $dir: MSS '$m' in: $out"
+			# a row per write size, each its own stream (every byte checked by the receiver)
+			for size in 64 65536; do
+				positive "$out" "$cfg" mbps $size
+				positive "$out" "$cfg" elapsed_s $size
+				positive "$out" "$cfg" segs $size
+				[ "$(value "$out" "$cfg" write_bytes $size)" = $size ] || fail "$cfg $dir: no $size row: $out"
+				m=$(value "$out" "$cfg" mss $size)
+				[ "${m:-0}" -ge 536 ] && [ "$m" -le 1460 ] || fail "$cfg $dir: MSS '$m' in: $out"
+			done
+			if [ "$cfg" = minivmm: ] && [ $dir != h2g ]; then
+				# 64-byte writes are 64-byte segments while the window is open (no Nagle):
+				# the first flight at least
+				s=$(value "$out" "$cfg" small_segs 64)
+				[ "${s:-0}" -ge 100 ] || fail "$cfg g2h: 64 B writes, $s short segments: $out"
+			fi
 		fi
 	done
 done
@@ -78,15 +96,23 @@ done
 # The table, once: TCP's title and the stream columns.
 out=$(timeout 120 "$BENCH" --proto tcp --dir g2h --config netns: --mib 8 2>"$TEST_TMP/table.err") ||
 	{ cat "$TEST_TMP/table.err"; fail "the table run failed: $out"; }
-grep -q '^TCP STREAM TEST from 10.0.2.15 .* : 8 MiB per run$' <<<"$out" || fail "no TCP title: $out"
-grep -Eq '^netns: +- +[0-9]+ +[0-9.]+ +[0-9.]+ ' <<<"$out" || fail "no netns: row: $out"
+grep -q '^TCP STREAM TEST from 10.0.2.15 .* : 8 MiB per run, message size = write size$' <<<"$out" ||
+	fail "no TCP title: $out"
+# the default write sizes, a row each
+for size in 64 1448 65536; do
+	grep -Eq "^netns: +- +$size +[0-9.]+ +[0-9.]+ " <<<"$out" || fail "no netns: row for $size: $out"
+done
+# a write size past 64 KiB is refused
+rc=0
+"$BENCH" --proto tcp --dir g2h --sizes 65537 >/dev/null 2>"$TEST_TMP/refused.err" || rc=$?
+[ $rc != 0 ] && grep -q '1 to 65536' "$TEST_TMP/refused.err" || fail "--sizes 65537: status $rc, $(cat "$TEST_TMP/refused.err")"
 
 # What TCP does not measure is refused, with a reason.
-for args in "--dir pps" "--dir g2g" "--ceiling" "--config tapwrite:"; do
+for args in "--dir pps" "--ceiling" "--dir g2g --ceiling" "--config tapwrite:" "--proto udp --dir crr"; do
 	rc=0
 	# shellcheck disable=SC2086 # the words are separate arguments
 	"$BENCH" --proto tcp $args --secs 1 >/dev/null 2>"$TEST_TMP/refused.err" || rc=$?
-	[ $rc != 0 ] && grep -q 'tcp\|TCP\|UDP only' "$TEST_TMP/refused.err" ||
+	[ $rc != 0 ] && grep -q 'tcp\|TCP\|UDP only\|ceiling' "$TEST_TMP/refused.err" ||
 		fail "--proto tcp $args: status $rc, $(cat "$TEST_TMP/refused.err")"
 done
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # examples/netbench/tcpperf.c host to host over 127.0.0.1 (no guest, no /dev/kvm): a 64 MiB
-# stream with every byte checked, a stream with one byte flipped or cut short (caught: bad=,
-# non-zero exit), and request/response with ordered latency percentiles (a wrong echo caught).
+# stream with every byte checked, one in writes of 1000 bytes, a stream with one byte flipped
+# or cut short (caught: bad=, non-zero exit), request/response with ordered latency percentiles (a wrong echo caught), and
+# connect/request/response (crr) against crr-server, which catches a client that resets.
 source "$(dirname "$0")/lib.sh"
 command -v cc >/dev/null || skip "no C compiler"
 
@@ -34,10 +35,19 @@ serve stream recv --mib 64
 "$TCPPERF" send --dest 127.0.0.1 --port "$PORT" --mib 64 >"$TEST_TMP/send.out" ||
 	fail "stream: tcpperf send failed: $(cat "$TEST_TMP/send.out")"
 wait "$SRV_PID" || fail "stream: tcpperf recv failed: $(cat "$TEST_TMP/stream.out" "$TEST_TMP/stream.err")"
-grep -Eq '^tcpperf: mode=recv mss=[0-9]+ bytes=67108864 secs=[0-9.]+ mbps=[0-9.]+ bad=0 first_bad=0 ok=1$' \
+grep -Eq '^tcpperf: mode=recv mss=[0-9]+ bytes=67108864 secs=[0-9.]+ mbps=[0-9.]+ segs=[0-9]+ bad=0 first_bad=0 ok=1$' \
 	"$TEST_TMP/stream.out" || fail "stream: $(cat "$TEST_TMP/stream.out")"
 grep -Eq '^tcpperf: mode=send mss=[0-9]+ bytes=67108864 .* ok=1$' "$TEST_TMP/send.out" ||
 	fail "stream: $(cat "$TEST_TMP/send.out")"
+
+# Writes of 1000 bytes (--write): a send() per write, every byte still right.
+serve w1000 recv --mib 1
+"$TCPPERF" send --dest 127.0.0.1 --port "$PORT" --mib 1 --write 1000 >"$TEST_TMP/w1000.send" ||
+	fail "write: tcpperf send failed: $(cat "$TEST_TMP/w1000.send")"
+wait "$SRV_PID" || fail "write: tcpperf recv failed: $(cat "$TEST_TMP/w1000.out")"
+grep -q ' bytes=1048576 .* bad=0 first_bad=0 ok=1$' "$TEST_TMP/w1000.out" || fail "write: $(cat "$TEST_TMP/w1000.out")"
+[ "$(field "$TEST_TMP/w1000.send" write)" = 1000 ] && [ "$(field "$TEST_TMP/w1000.send" sends)" -ge 1049 ] ||
+	fail "write: not 1000 bytes a send: $(cat "$TEST_TMP/w1000.send")"
 
 # One byte flipped in 4 MiB: the receiver finds it and fails.
 serve flip recv
@@ -74,6 +84,34 @@ fi
 grep -q '^tcpperf: mode=rr size=300 trans=2 .* bad=1 ok=0$' "$TEST_TMP/rrbad.out" ||
 	fail "rrbad: $(cat "$TEST_TMP/rrbad.out")"
 wait "$SRV_PID" || true
+
+# Connect/request/response (crr): a connection per transaction, the client closing first;
+# both ends count the same transactions, the server every one closed cleanly.
+serve crrsrv crr-server --size 100 --idle-ms 1000
+"$TCPPERF" crr --dest 127.0.0.1 --port "$PORT" --size 100 --secs 1 >"$TEST_TMP/crr.out" ||
+	fail "crr: tcpperf crr failed: $(cat "$TEST_TMP/crr.out")"
+wait "$SRV_PID" || fail "crr: tcpperf crr-server failed: $(cat "$TEST_TMP/crrsrv.out" "$TEST_TMP/crrsrv.err")"
+trans=$(field "$TEST_TMP/crr.out" trans)
+[ "${trans:-0}" -gt 1 ] && [ "$(field "$TEST_TMP/crr.out" bad)" = 0 ] || fail "crr: $(cat "$TEST_TMP/crr.out")"
+grep -q "^tcpperf: mode=crr-server size=100 conns=$trans trans=$trans resets=0 errors=0 ok=1$" \
+	"$TEST_TMP/crrsrv.out" || fail "crr: the server saw otherwise: $(cat "$TEST_TMP/crrsrv.out") vs $(cat "$TEST_TMP/crr.out")"
+# A client that resets its connection instead of closing it: the server says so, and fails.
+if command -v python3 >/dev/null; then
+	serve crrrst crr-server --size 10 --idle-ms 500
+	python3 - "$PORT" <<'PY' || fail "crr reset: the python client failed"
+import socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"0123456789")
+got = b""
+while len(got) < 10:
+    got += s.recv(10 - len(got))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+s.close()  # a RST, not a FIN
+PY
+	if wait "$SRV_PID"; then fail "crr reset: the server passed a reset: $(cat "$TEST_TMP/crrrst.out")"; fi
+	grep -q '^tcpperf: mode=crr-server size=10 conns=1 trans=1 resets=1 errors=0 ok=0$' "$TEST_TMP/crrrst.out" ||
+		fail "crr reset: $(cat "$TEST_TMP/crrrst.out")"
+fi
 
 # A bad command line is a usage error.
 "$TCPPERF" bogus 2>/dev/null

@@ -782,8 +782,10 @@ tcpperf_start() {
 }
 
 # The probe's own TCP against L1's Linux on a tap, every byte checked by the receiver:
-# tcp_stream into tcpperf recv (offloads on, off, and not offered), tcpperf send into
-# tcp_sink (receive offloads off, and on: large frames), tcp_rr against tcpperf rr-server;
+# tcp_stream into tcpperf recv (offloads on, off, and not offered; 64-byte writes), tcpperf send into
+# tcp_sink (receive offloads off, and on: large frames), tcp_rr against tcpperf rr-server,
+# tcp_crr against tcpperf crr-server (a connection per transaction), tcp_stream from one
+# probe into another's tcp_sink;
 # one wrong byte into tcp_sink, and one in tcp_rr's echo, make the guest fail.
 sc_probe_tcp() {
 	taps mvt0 || return 1
@@ -813,6 +815,19 @@ sc_probe_tcp() {
 		fi
 		echo "offload $o: $(grep '^tcpperf' $W/recv-$o.out) tso_frames=$tso"
 	done
+	# 64-byte writes (net.write=64): one tcp_send call per write, and (no Nagle) 64-byte
+	# segments while the window is open, the first flight at least; tcpperf checks every byte.
+	tcpperf_start recv-w64 recv --mib 1 || return 1
+	probe_run stream-w64 tcp_stream net.peer_port=9001 net.tcp_mib=1 net.write=64
+	wait $PROBE_JOB
+	wait $TOOL_JOB || fail "stream-w64: tcpperf recv: $(cat $W/recv-w64.out)"
+	expect_status stream-w64 0 && expect_out stream-w64 '^probe: PASS' || return 1
+	grep -q '^tcpperf: mode=recv mss=[0-9]* bytes=1048576 .* bad=0 first_bad=0 ok=1$' $W/recv-w64.out ||
+		{ fail "stream-w64: $(cat $W/recv-w64.out)"; return 1; }
+	expect_out stream-w64 '^probe: tcp_stream bytes=1048576 .* write=64 sends=16384 ' || return 1
+	local small=$(sed -n 's/^probe: tcp_stream .* small_segs=\([0-9]*\).*/\1/p' $W/stream-w64.out)
+	[ "${small:-0}" -ge 100 ] || { fail "stream-w64: $small segments shorter than the MSS"; return 1; }
+	grep '^probe: tcp_stream bytes' $W/stream-w64.out
 
 	probe_run sink tcp_sink net.port=9000 net.tcp_mib=16
 	wait_out sink '^probe: tcp_sink listening' 60 || return 1
@@ -864,7 +879,43 @@ sc_probe_tcp() {
 	expect_out rrb '^probe: tcp_rr size=256 trans=2 .* bad=1 ' &&
 		expect_out rrb '^probe: FAIL tcp_rr: a reply that is not the echo' || return 1
 	grep '^probe: FAIL' $W/rrb.out
-	untaps mvt0
+	# tcp_crr: a connection per transaction against tcpperf crr-server, the guest closing
+	# first and each connection through TIME_WAIT, on a new port each; both ends count the
+	# same connections, none reset, every echo checked.
+	tcpperf_start crrsrv crr-server --size 100 --idle-ms 3000 || return 1
+	probe_run crr tcp_crr net.peer_port=9001 net.size=100 net.secs=2
+	wait $PROBE_JOB
+	wait $TOOL_JOB || fail "crr: tcpperf crr-server: $(cat $W/crrsrv.out)"
+	expect_status crr 0 && expect_out crr '^probe: PASS' || return 1
+	local ct=$(sed -n 's/^probe: tcp_crr size=100 trans=\([0-9]*\) .*/\1/p' $W/crr.out)
+	[ "${ct:-0}" -gt 1 ] || { fail "crr: $ct transactions"; return 1; }
+	grep -q "^tcpperf: mode=crr-server size=100 conns=$ct trans=$ct resets=0 errors=0 ok=1$" $W/crrsrv.out ||
+		{ fail "crr: the guest counted $ct, the server: $(cat $W/crrsrv.out)"; return 1; }
+	expect_out crr "^probe: tcp_crr .* bad=0 time_waits=$ct " || return 1
+	local p0=$(sed -n 's/^probe: tcp_crr .* first_port=\([0-9]*\) .*/\1/p' $W/crr.out)
+	local p1=$(sed -n 's/^probe: tcp_crr .* next_port=\([0-9]*\).*/\1/p' $W/crr.out)
+	[ $((p1 - p0)) = "$ct" ] || { fail "crr: ports $p0 to $p1 for $ct connections"; return 1; }
+	grep '^probe: tcp_crr size' $W/crr.out
+	# Guest to guest (netbench --proto tcp --dir g2g's programs; L1 routes between two taps
+	# here, where netbench bridges): A's tcp_stream in 1448-byte writes into B's tcp_sink,
+	# which checks every byte and the length.
+	tunctl -t mvt1 >/dev/null && ip addr add 10.0.3.1/24 dev mvt1 && ip link set mvt1 up ||
+		{ fail "tap mvt1"; return 1; }
+	local fwd=$(cat /proc/sys/net/ipv4/ip_forward)
+	echo 1 >/proc/sys/net/ipv4/ip_forward
+	PROBE_NET=tap=mvt1 probe_run g2g-b tcp_sink net.ip=10.0.3.15/24 net.peer=10.0.3.1 net.port=9000 net.tcp_mib=4
+	local bjob=$PROBE_JOB
+	wait_out g2g-b '^probe: tcp_sink listening' 60 || { echo "$fwd" >/proc/sys/net/ipv4/ip_forward; return 1; }
+	probe_run g2g-a tcp_stream net.peer=10.0.3.15 net.gw=10.0.2.1 net.peer_port=9000 net.tcp_mib=4 net.write=1448
+	wait $PROBE_JOB
+	wait $bjob
+	echo "$fwd" >/proc/sys/net/ipv4/ip_forward
+	expect_status g2g-a 0 && expect_out g2g-a '^probe: PASS' || return 1
+	expect_status g2g-b 0 && expect_out g2g-b '^probe: PASS' || return 1
+	expect_out g2g-a '^probe: tcp_stream bytes=4194304 .* write=1448 sends=2897 ' || return 1
+	expect_out g2g-b '^probe: tcp_sink bytes=4194304 .* bad=0 ' || return 1
+	grep '^probe: tcp_sink bytes' $W/g2g-b.out
+	untaps mvt0 mvt1
 }
 
 # lossy TAP: netem drops 1% of the frames each way on TAP: to the guest on its egress, from

@@ -1336,3 +1336,206 @@ Test(tcp, tso_segment_known_header_and_partial_checksum)
 	cr_assert_eq(first.flags, TCP_TX_NEEDS_CSUM);
 	cr_assert_eq(rd16(first.seg + 16), pseudo_folded(IP_A, IP_B, TCP_HLEN + 1460));
 }
+
+/* Small writes are small segments (no Nagle): each 64-byte tcp_send goes out at once as its own
+ * segment while the windows are open, and the connection counts them; a larger write goes as
+ * full segments and one short one. Every byte arrives. */
+Test(tcp, small_writes_go_out_as_small_segments)
+{
+	int b;
+	int a = pair(0x7000, 0x8000, &b);
+	static uint8_t buf[3000], got[4096];
+	for (unsigned i = 0; i < sizeof(buf); i++)
+		buf[i] = pattern(i, 0);
+	unsigned before = nlog;
+	for (unsigned w = 0; w < 10; w++) {
+		cr_assert_eq(tcp_send(&A, a, buf + w * 64, 64), 64);
+		cr_assert_eq(nlog, before + w + 1, "write %u went out at once", w);
+		cr_assert_eq(last_sent()->dlen, 64);
+	}
+	cr_assert_eq(A.conns[a].data_segs, 10);
+	cr_assert_eq(A.conns[a].small_segs, 10);
+	cr_assert_eq(tcp_send(&A, a, buf + 640, 3000 - 640), 3000 - 640);
+	cr_assert_eq(A.conns[a].data_segs, 12, "2360 bytes: one full segment and one short");
+	cr_assert_eq(A.conns[a].small_segs, 11);
+	pump();
+	int n = tcp_recv(&B, b, got, sizeof(got));
+	cr_assert_eq(n, 3000);
+	cr_assert_arr_eq(got, buf, 3000);
+}
+
+/* --- many connections in sequence: TIME_WAIT after the slot, ports, RST (netperf TCP_CRR) --- */
+
+static bool drop_next_from_a;
+static enum action drop_once_from_a(const struct pkt *p, const struct seginfo *si)
+{
+	(void)si;
+	if (p->from == 0 && drop_next_from_a) {
+		drop_next_from_a = false;
+		return DROP;
+	}
+	return DELIVER;
+}
+
+/* A closes first and reaches TIME_WAIT; its last ACK is lost. */
+static int a_in_time_wait(int *b, uint16_t *port)
+{
+	int a = pair(0x31000000, 0x42000000, b);
+	transfer(a, *b, 100, 100, 1000000); /* RTT samples: B's RTO is its minimum, < TIME_WAIT */
+	*port = A.conns[a].lport;
+	tcp_close(&A, a);
+	pump();
+	cr_assert_eq(tcp_state(&A, a), TCP_FIN_WAIT_2);
+	filter = drop_once_from_a;
+	drop_next_from_a = true;
+	tcp_close(&B, *b);
+	pump();
+	cr_assert_eq(tcp_state(&A, a), TCP_TIME_WAIT);
+	cr_assert_eq(tcp_state(&B, *b), TCP_LAST_ACK, "A's ACK of B's FIN was lost");
+	cr_assert_eq(A.time_waits, 1);
+	return a;
+}
+
+Test(tcp, time_wait_outlives_the_slot_and_acks_a_resent_fin)
+{
+	int b;
+	uint16_t port;
+	int a = a_in_time_wait(&b, &port);
+	tcp_release(&A, a);
+	cr_assert_eq(tcp_state(&A, a), TCP_CLOSED, "the slot is free at once");
+	cr_assert(!A.conns[a].owned);
+	/* the next connection gets the slot, on another port */
+	int a2 = tcp_connect(&A, 0, IP_B, PORT_B);
+	cr_assert_eq(a2, a);
+	cr_assert_neq(A.conns[a2].lport, port);
+	pump();
+	cr_assert_eq(tcp_state(&A, a2), TCP_ESTABLISHED);
+	/* B resends its FIN: the TIME_WAIT entry acknowledges it, B closes cleanly */
+	cr_assert_lt(B.conns[b].rto, TCP_TIME_WAIT_US);
+	unsigned before = nlog;
+	run_for(TCP_TIME_WAIT_US - 1000);
+	cr_assert_eq(tcp_state(&B, b), TCP_CLOSED);
+	cr_assert_eq(B.conns[b].err, TCP_OK, "closed by the ACK, not reset");
+	cr_assert_eq(A.resets_sent, 0);
+	bool acked = false;
+	for (unsigned i = before; i < nlog; i++)
+		if (seglog[i].from == 0 && seglog[i].flags == TCP_ACK && !seglog[i].dlen)
+			acked = true;
+	cr_assert(acked, "an ACK from the TIME_WAIT entry");
+	cr_assert_eq(tcp_state(&A, a2), TCP_ESTABLISHED, "the new connection is untouched");
+}
+
+Test(tcp, time_wait_port_not_chosen_again_until_it_expires)
+{
+	int b;
+	uint16_t port;
+	int a = a_in_time_wait(&b, &port);
+	tcp_release(&A, a);
+	tcp_release(&B, b);
+	/* the ephemeral search comes round to the port: it is skipped */
+	A.next_port = port;
+	int a2 = tcp_connect(&A, 0, IP_B, PORT_B);
+	cr_assert(a2 >= 0);
+	cr_assert_eq(A.conns[a2].lport, port + 1);
+	tcp_abort(&A, a2);
+	tcp_release(&A, a2);
+	/* asked for by name: refused */
+	cr_assert_eq(tcp_connect(&A, port, IP_B, PORT_B), -1);
+	/* a reset for it is ignored (RFC 1337), and so is a bare ACK: no answer, still waiting */
+	filter = drop_all;
+	static uint8_t s[TCP_HLEN];
+	memset(s, 0, sizeof(s));
+	wr16(s, PORT_B);
+	wr16(s + 2, port);
+	wr32(s + 4, 0);
+	s[12] = 5 << 4;
+	s[13] = TCP_RST;
+	wr16(s + 16, tcp_checksum(IP_B, IP_A, s, TCP_HLEN));
+	unsigned before = nlog;
+	tcp_input(&A, IP_B, IP_A, s, TCP_HLEN, 0);
+	s[13] = TCP_ACK;
+	wr16(s + 16, 0);
+	wr16(s + 16, tcp_checksum(IP_B, IP_A, s, TCP_HLEN));
+	tcp_input(&A, IP_B, IP_A, s, TCP_HLEN, 0);
+	cr_assert_eq(nlog, before, "no answer to a RST or a bare ACK in TIME_WAIT");
+	cr_assert_eq(tcp_connect(&A, port, IP_B, PORT_B), -1, "still in TIME_WAIT");
+	/* once TIME_WAIT is over, the port is free */
+	fake_now += TCP_TIME_WAIT_US;
+	cr_assert(tcp_connect(&A, port, IP_B, PORT_B) >= 0);
+}
+
+/* Connect, one request and its response, close, 20000 times, 100 us apart (TCP_CRR): every
+ * connection succeeds and closes cleanly through TIME_WAIT on a port no live TIME_WAIT entry
+ * holds, no slot is left behind, and the table recycles its oldest entries when it is full. */
+Test(tcp, many_connections_in_sequence)
+{
+	reset_world(0x1234, 0x5678);
+	cr_assert_eq(tcp_listen(&B, PORT_B), 0);
+	uint8_t req[64], resp[64];
+	for (unsigned n = 0; n < 20000; n++) {
+		int a = tcp_connect(&A, 0, IP_B, PORT_B);
+		cr_assert(a >= 0, "connection %u: no slot", n);
+		uint16_t port = A.conns[a].lport;
+		for (int i = 0; i < TCP_TW_MAX; i++)
+			cr_assert(!(A.tw[i].lport == port && fake_now < A.tw[i].until),
+				  "connection %u: port %u is in TIME_WAIT", n, port);
+		pump();
+		int b = tcp_accept(&B, PORT_B);
+		cr_assert(b >= 0, "connection %u not accepted", n);
+		for (unsigned i = 0; i < sizeof(req); i++)
+			req[i] = pattern(n * 64 + i, 0);
+		cr_assert_eq(tcp_send(&A, a, req, sizeof(req)), (int)sizeof(req));
+		pump();
+		cr_assert_eq(tcp_recv(&B, b, resp, sizeof(resp)), (int)sizeof(resp));
+		cr_assert_eq(tcp_send(&B, b, resp, sizeof(resp)), (int)sizeof(resp));
+		pump();
+		cr_assert_eq(tcp_recv(&A, a, resp, sizeof(resp)), (int)sizeof(resp));
+		cr_assert_arr_eq(resp, req, sizeof(req));
+		tcp_close(&A, a);
+		tcp_release(&A, a);
+		pump();
+		cr_assert_eq(tcp_recv(&B, b, resp, sizeof(resp)), -1, "connection %u: no FIN", n);
+		tcp_close(&B, b);
+		pump();
+		cr_assert_eq(tcp_state(&B, b), TCP_CLOSED);
+		cr_assert_eq(B.conns[b].err, TCP_OK, "connection %u did not close cleanly", n);
+		tcp_release(&B, b);
+		cr_assert_eq(tcp_state(&A, a), TCP_CLOSED, "connection %u: its slot is not free",
+			     n);
+		fake_now += 100;
+		tcp_timers(&A);
+		tcp_timers(&B);
+	}
+	cr_assert_eq(A.time_waits, 20000);
+	cr_assert_eq(A.resets_sent + B.resets_sent, 0);
+	/* 5000 would be in TIME_WAIT at a time: once the table is full, every new entry takes
+	 * the oldest one's place */
+	cr_assert_eq(A.tw_recycled, 20000 - TCP_TW_MAX);
+}
+
+/* Refused connections one after another (a server that is not there yet): each RST frees its
+ * slot once released, on a new port each time, with no TIME_WAIT left behind; then a
+ * connection to the listener works. */
+Test(tcp, refused_connections_in_sequence_free_their_slots)
+{
+	reset_world(0x100, 0x200);
+	cr_assert_eq(tcp_listen(&B, PORT_B), 0);
+	uint16_t last = 0;
+	for (int n = 0; n < 3 * TCP_MAX_CONNS; n++) {
+		int c = tcp_connect(&A, 0, IP_B, 81);
+		cr_assert(c >= 0, "attempt %d: no slot", n);
+		cr_assert_neq(A.conns[c].lport, last, "a new port each time");
+		last = A.conns[c].lport;
+		pump();
+		cr_assert_eq(tcp_state(&A, c), TCP_CLOSED);
+		cr_assert_eq(A.conns[c].err, TCP_ERR_REFUSED);
+		tcp_release(&A, c);
+	}
+	cr_assert_eq(B.resets_sent, 3 * TCP_MAX_CONNS);
+	cr_assert_eq(A.time_waits, 0);
+	for (int i = 0; i < TCP_MAX_CONNS; i++)
+		cr_assert(!A.conns[i].owned && A.conns[i].state == TCP_CLOSED);
+	int a = tcp_connect(&A, 0, IP_B, PORT_B);
+	pump();
+	cr_assert_eq(tcp_state(&A, a), TCP_ESTABLISHED);
+}
