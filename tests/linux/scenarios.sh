@@ -849,7 +849,7 @@ sc_probe_tcp() {
 		fail "rr: the guest counted $trans, the server: $(cat $W/rrsrv.out)"
 	grep '^probe: tcp_rr size' $W/rr.out
 	grep -q 'poll 1000 us' $W/rr.err || fail "rr: minivmm did not poll"
-	grep -E 'polls found|kicks' $W/rr.err
+	grep -E 'polls found|kicks|adaptive polling' $W/rr.err
 	# An echo with one byte wrong (in the 3rd response): the guest stops there and fails.
 	tcpperf_start rrbad rr-server --size 256 --flip 600 || return 1
 	probe_run rrb tcp_rr net.peer_port=9001 net.size=256 net.secs=5
