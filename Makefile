@@ -145,9 +145,9 @@ FUZZ_json_SRCS := vmm/json.c
 FUZZ_snapshot_state_SRCS := vmm/snapshot_format.c
 FUZZ_snapshot_state_CFLAGS := -Wno-gnu-variable-sized-type-not-at-end
 FUZZ_virtio_mmio_SRCS := devices/virtio/mmio.c devices/virtio/virtio.c devices/virtio/virtqueue.c \
-	devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c vmm/base/event_loop.c vmm/base/log.c vmm/options.c
+	devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c vmm/base/event_loop.c vmm/base/adaptive_poll.c vmm/base/log.c vmm/options.c
 FUZZ_virtio_pci_SRCS := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
-	devices/virtio/virtqueue.c devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c vmm/base/event_loop.c \
+	devices/virtio/virtqueue.c devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c vmm/base/event_loop.c vmm/base/adaptive_poll.c \
 	vmm/base/log.c vmm/base/io_bus.c vmm/options.c
 # (arch/x86 less what needs KVM, libfdt or the legacy devices.)
 FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x86/machine.c \
@@ -155,7 +155,7 @@ FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x8
 	vmm/base/startup_timing.c
 # The device targets (fuzz_vdev.h): a device model over the virtio core, no transport.
 FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c \
-	vmm/base/event_loop.c vmm/base/log.c vmm/options.c
+	vmm/base/event_loop.c vmm/base/adaptive_poll.c vmm/base/log.c vmm/options.c
 FUZZ_virtio_rng_SRCS := devices/virtio/rng.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/backends/blk_io.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_LIBS := -lpthread -luring

@@ -84,7 +84,9 @@
 # per packet, context switches (voluntary: it slept and was woken; involuntary: preempted)
 # per packet. For minivmm, with its control socket (--api-sock), also what only the VMM
 # counts, per packet: KVM_RUN exits by reason, the net device's kicks (ioeventfd counts),
-# I/O-thread wake-ups (ioeventfd reads) and interrupts (irqfd writes); "n/a" for the others.
+# I/O-thread wake-ups (ioeventfd reads) and interrupts (irqfd writes), and with adaptive polling
+# (poll-us=) the polls that found work, the time polled and the transmit frames found without a
+# kick; "n/a" for the others.
 # --perf (with --breakdown) adds cycles, instructions and cache misses per packet of the VMM
 # process (perf stat -p, for --secs from the VMM's first vCPU thread); skipped, with a note,
 # where perf cannot count (no perf, or `perf stat -e instructions true` counts nothing).
@@ -651,13 +653,17 @@ breakdown_args() {
 }
 
 # status_counts JSON: minivmm's status summed over vCPUs and devices: "IO MMIO HLT OTHER KICKS
-# WAKEUPS INTERRUPTS" (the probe has one device, its virtio-net)
+# WAKEUPS INTERRUPTS POLLS_FOUND POLL_NS POLL_TX" (the probe has one device, its virtio-net; the
+# last three, adaptive polling's, are 0 for a build without it)
 status_counts() {
 	{
 		grep -o '"exits":{"io":[0-9]*,"mmio":[0-9]*,"hlt":[0-9]*,"other":[0-9]*}' <<<"$1" |
 			tr -c '0-9\n' ' ' | awk '{ a += $1; b += $2; c += $3; d += $4 } END { print a + 0, b + 0, c + 0, d + 0 }'
 		grep -o '"kicks":[0-9]*,"wakeups":[0-9]*,"interrupts":[0-9]*' <<<"$1" |
 			tr -c '0-9\n' ' ' | awk '{ a += $1; b += $2; c += $3 } END { print a + 0, b + 0, c + 0 }'
+		awk -v p="$(grep -o '"polls_found":[0-9]*,"poll_ns":[0-9]*' <<<"$1" | tr -c '0-9\n' ' ')" \
+			-v t="$(grep -o '"poll_tx":[0-9]*' <<<"$1" | tr -c '0-9\n' ' ')" \
+			'BEGIN { split(p, x, " "); print x[1] + 0, x[2] + 0, t + 0 }'
 	} | paste -sd ' '
 }
 
@@ -712,11 +718,15 @@ breakdown_format() {
 			local b e
 			b=$(status_counts "$sb") e=$(status_counts "$se")
 			vmmt=$(awk -v b="$b" -v e="$e" -v n="$cnt" 'BEGIN { split(b, x, " "); split(e, y, " ")
-				for (i = 1; i <= 7; i++) d[i] = n > 0 ? (y[i] - x[i]) / n : 0
+				for (i = 1; i <= 10; i++) d[i] = n > 0 ? (y[i] - x[i]) / n : 0
 				printf "exits io %.4f mmio %.4f hlt %.4f other %.4f; kicks %.4f, I/O-thread wake-ups %.4f, interrupts %.4f\n", d[1], d[2], d[3], d[4], d[5], d[6], d[7]
-				printf "{\"exits_per_pkt\":{\"io\":%.5f,\"mmio\":%.5f,\"hlt\":%.5f,\"other\":%.5f},\"kicks_per_pkt\":%.5f,\"wakeups_per_pkt\":%.5f,\"interrupts_per_pkt\":%.5f}", d[1], d[2], d[3], d[4], d[5], d[6], d[7] }')
-			echo "    minivmm, per packet: $(head -n 1 <<<"$vmmt")" >>"$R_BD"
-			vmmj=$(tail -n 1 <<<"$vmmt")
+				if (y[8] > x[8] || y[9] > x[9]) printf "polls that found work %.4f, polled %.3f us, transmit frames found without a kick %.4f\n", d[8], d[9] / 1000, d[10]
+				else print "-"
+				printf "{\"exits_per_pkt\":{\"io\":%.5f,\"mmio\":%.5f,\"hlt\":%.5f,\"other\":%.5f},\"kicks_per_pkt\":%.5f,\"wakeups_per_pkt\":%.5f,\"interrupts_per_pkt\":%.5f,\"polls_found_per_pkt\":%.5f,\"poll_us_per_pkt\":%.5f,\"poll_tx_per_pkt\":%.5f}", d[1], d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9] / 1000, d[10] }')
+			echo "    minivmm, per packet: $(sed -n 1p <<<"$vmmt")" >>"$R_BD"
+			[ "$(sed -n 2p <<<"$vmmt")" = - ] ||
+				echo "    minivmm polling, per packet: $(sed -n 2p <<<"$vmmt")" >>"$R_BD"
+			vmmj=$(sed -n 3p <<<"$vmmt")
 		else
 			echo "    minivmm, per packet: (the control socket's status was not read)" >>"$R_BD"
 		fi

@@ -190,6 +190,18 @@ static char *status_response(struct vm *vm)
 		json_end_object(&w);
 	}
 	json_end_array(&w);
+	/* Adaptive polling on the I/O thread (--net poll-us=; this request runs there too). */
+	const struct adaptive_poll *ap = &vm->loop.poll;
+	json_key(&w, "io_poll");
+	json_begin_object(&w);
+	json_member_uint(&w, "max_ns", ap->max_ns);
+	json_member_uint(&w, "window_ns", ap->window_ns);
+	json_member_uint(&w, "polls", ap->polls);
+	json_member_uint(&w, "polls_found", ap->polls_found);
+	json_member_uint(&w, "poll_ns", ap->poll_ns);
+	json_member_uint(&w, "grows", ap->grows);
+	json_member_uint(&w, "shrinks", ap->shrinks);
+	json_end_object(&w);
 	for (int k = 0; device_kinds[k]; k++) {
 		struct virtio_slot *slot = first_of(vm, device_kinds[k]);
 		if (slot && device_kinds[k]->status)

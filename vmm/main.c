@@ -291,6 +291,13 @@ static void stop_guest(struct vm *vm, struct api_server *api, struct virtio_devi
 	event_loop_stop(&vm->loop);
 	api_server_stop(api);
 	virtio_devices_report(virtio);
+	const struct adaptive_poll *ap = &vm->loop.poll;
+	if (ap->max_ns)
+		log_info("io thread: adaptive polling up to %llu us: %llu polls, %llu found work, "
+			 "%llu us polled, window %llu ns",
+			 (unsigned long long)ap->max_ns / 1000, (unsigned long long)ap->polls,
+			 (unsigned long long)ap->polls_found,
+			 (unsigned long long)ap->poll_ns / 1000, (unsigned long long)ap->window_ns);
 	x86_pc_devices_destroy(legacy);
 }
 

@@ -78,10 +78,16 @@ struct virtio_net {
 	bool rx_enabled;
 	bool tx_blocked;   /* the backend is full: wait for tx_ready */
 	bool link_changed; /* by a restore: the driver must read the status again */
+	/* Adaptive polling (poll-us): the loop polls our rings before it sleeps. */
+	struct event_poller poller;
+	bool poller_added;
+	bool polling;	       /* between the poller's begin and end: transmit kicks stay off */
+	uint16_t rx_stall_idx; /* the receive ring's avail->idx when receive last stalled */
 	struct bottom_half tx_bh;
 	struct event_timer tx_timer;
 	struct bottom_half rx_bh;
 	uint64_t tx_packets, tx_bytes, tx_dropped, rx_packets, rx_bytes, rx_dropped;
+	uint64_t poll_tx, poll_rx;
 };
 
 static bool live(const struct virtio_net *n)
@@ -205,6 +211,9 @@ static bool tx_pass(struct virtio_net *n)
 		tx_flush(n, n->cfg.tx_burst, &more);
 		if (more) {
 			again = true;
+		} else if (n->polling) {
+			/* Kicks stay off: the loop polls the ring, and turns them back on (and
+			 * looks once more) before it sleeps (poll_end). */
 		} else if (!n->tx_blocked && !dev->broken && virtqueue_set_notification(vq, true)) {
 			virtqueue_set_notification(vq, false);
 			again = true;
@@ -377,6 +386,8 @@ static void rx_process(struct virtio_net *n)
 	}
 	if (delivered)
 		virtio_dev_notify_used(dev, RX_QUEUE);
+	if (stalled) /* a poll looks for buffers posted after this (poll_check) */
+		n->rx_stall_idx = virtqueue_avail_idx(&dev->vqs[RX_QUEUE]);
 	/* No guest buffers: stop reading the backend until the guest posts more (it kicks). */
 	set_rx_enabled(n, live(n) && !stalled);
 	if (live(n) && !stalled && delivered == RX_BATCH)
@@ -412,6 +423,65 @@ static void backend_link_down(void *opaque, const char *why)
 	if (dev->status & VIRTIO_STATUS_DRIVER_OK)
 		dev->transport->signal_config(dev);
 	pthread_mutex_unlock(&dev->lock);
+}
+
+/* ---- adaptive polling (poll-us; the policy is vmm/base/adaptive_poll.h) ---- */
+
+/* The loop starts polling instead of sleeping: the guest need not kick for transmit frames. */
+static void poll_begin(void *opaque)
+{
+	struct virtio_net *n = opaque;
+	pthread_mutex_lock(&n->dev->lock);
+	n->polling = true;
+	if (live(n))
+		virtqueue_suppress_kicks(&n->dev->vqs[TX_QUEUE]);
+	pthread_mutex_unlock(&n->dev->lock);
+}
+
+/* One look, no system call: transmit frames (unless the backend is full: they wait for
+ * tx_ready, and reporting them would spin), and receive buffers posted since receive stalled
+ * for want of them (not the same ones again: a frame too big for them would spin). The tap is
+ * the loop's fd checks' business. */
+static bool poll_check(void *opaque)
+{
+	struct virtio_net *n = opaque;
+	struct virtio_dev *dev = n->dev;
+	bool tx = false, rx = false;
+	pthread_mutex_lock(&dev->lock);
+	if (live(n)) {
+		tx = !n->tx_blocked && virtqueue_has_work(&dev->vqs[TX_QUEUE]);
+		rx = !n->rx_enabled && virtqueue_avail_idx(&dev->vqs[RX_QUEUE]) != n->rx_stall_idx;
+		n->poll_tx += tx;
+		n->poll_rx += rx;
+		if (rx) /* counted once: rx_process moves it on if it stalls again */
+			n->rx_stall_idx = virtqueue_avail_idx(&dev->vqs[RX_QUEUE]);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (tx)
+		bottom_half_schedule(n->loop, &n->tx_bh);
+	if (rx)
+		bottom_half_schedule(n->loop, &n->rx_bh);
+	return tx || rx;
+}
+
+/* The loop will sleep: kicks back on, then one more look, since a frame queued after the last
+ * poll and before the driver saw kicks on gets no kick. */
+static bool poll_end(void *opaque)
+{
+	struct virtio_net *n = opaque;
+	struct virtio_dev *dev = n->dev;
+	struct virtqueue *vq = &dev->vqs[TX_QUEUE];
+	bool work = false;
+	pthread_mutex_lock(&dev->lock);
+	n->polling = false;
+	if (live(n) && !n->tx_blocked && virtqueue_set_notification(vq, true)) {
+		virtqueue_set_notification(vq, false);
+		work = true;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (work)
+		bottom_half_schedule(n->loop, &n->tx_bh);
+	return work;
 }
 
 /* ---- virtio device operations ---- */
@@ -515,6 +585,8 @@ static void virtio_net_free(struct virtio_net *n)
 {
 	if (!n)
 		return;
+	if (n->poller_added)
+		event_loop_del_poller(n->loop, &n->poller);
 	if (n->backend)
 		n->backend->ops->destroy(n->backend);
 	if (n->tx_timer.src.fn)
@@ -571,12 +643,21 @@ struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *m
 	/* Every device shares net_ops; the offered features are per device. */
 	const struct virtio_dev_params params = {.features = offered_features(n), .nr_queues = 2};
 	virtio_dev_init(dev, &net_ops, &params, n, mem, loop, label);
+	if (cfg->poll_us) {
+		n->poller = (struct event_poller){.begin = poll_begin,
+						  .poll = poll_check,
+						  .end = poll_end,
+						  .opaque = n,
+						  .max_ns = (uint64_t)cfg->poll_us * 1000};
+		event_loop_add_poller(loop, &n->poller);
+		n->poller_added = true;
+	}
 	log_info("%s: %s backend%s%s, mac %02x:%02x:%02x:%02x:%02x:%02x, tx=%s (burst %u), "
-		 "offloads %s, features 0x%llx",
+		 "poll %u us, offloads %s, features 0x%llx",
 		 label, cfg->user ? "user-mode" : n->backend->ops->name, cfg->user ? "" : " ",
 		 cfg->user ? "" : cfg->tap, n->config.mac[0], n->config.mac[1], n->config.mac[2],
 		 n->config.mac[3], n->config.mac[4], n->config.mac[5],
-		 cfg->tx_mode == NET_TX_BH ? "bh" : "timer", cfg->tx_burst,
+		 cfg->tx_mode == NET_TX_BH ? "bh" : "timer", cfg->tx_burst, cfg->poll_us,
 		 (dev->device_features >> VIRTIO_NET_F_CSUM) & 1 ? "on" : "off",
 		 (unsigned long long)dev->device_features);
 	return n;
@@ -589,7 +670,9 @@ void virtio_net_stats(const struct virtio_net *n, struct virtio_net_stats *out)
 					 .tx_dropped = n->tx_dropped,
 					 .rx_packets = n->rx_packets,
 					 .rx_bytes = n->rx_bytes,
-					 .rx_dropped = n->rx_dropped};
+					 .rx_dropped = n->rx_dropped,
+					 .poll_tx = n->poll_tx,
+					 .poll_rx = n->poll_rx};
 }
 
 void virtio_net_quiesce(struct virtio_net *n)

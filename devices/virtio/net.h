@@ -22,10 +22,12 @@ struct net_options {
 	uint32_t tx_burst;    /* packets per bottom-half run */
 	uint32_t tx_timer_us; /* tx=timer: delay from kick to flush */
 	bool offload;
+	uint32_t poll_us; /* adaptive polling's bound on the I/O thread; 0: off */
 };
 
 #define NET_DEFAULT_TX_BURST	256
 #define NET_DEFAULT_TX_TIMER_US 150
+#define NET_MAX_POLL_US		10000
 
 struct virtio_dev;
 struct guest_mem;
@@ -52,6 +54,9 @@ void virtio_net_default_mac(const char *label, uint8_t mac[6]);
 
 struct virtio_net_stats {
 	uint64_t tx_packets, tx_bytes, tx_dropped, rx_packets, rx_bytes, rx_dropped;
+	/* Adaptive polling (poll-us): polls that found transmit frames the guest queued without a
+	 * kick (its kicks were off), and receive buffers it posted after receive had stalled. */
+	uint64_t poll_tx, poll_rx;
 };
 void virtio_net_stats(const struct virtio_net *n, struct virtio_net_stats *out);
 

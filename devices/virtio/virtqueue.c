@@ -337,3 +337,19 @@ bool virtqueue_has_work(struct virtqueue *vq)
 {
 	return vq->avail && avail_idx(vq) != vq->last_avail_idx;
 }
+
+uint16_t virtqueue_avail_idx(const struct virtqueue *vq)
+{
+	return vq->avail ? avail_idx(vq) : 0;
+}
+
+void virtqueue_suppress_kicks(struct virtqueue *vq)
+{
+	if (!vq->used)
+		return;
+	vq->notifications_off = true;
+	if (!vq->event_idx)
+		*used_u16(vq, USED_FLAGS) = htole16(VIRTQ_USED_F_NO_NOTIFY);
+	else
+		set_avail_event(vq, (uint16_t)(vq->last_avail_idx - 1));
+}

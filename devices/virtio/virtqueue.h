@@ -86,6 +86,13 @@ bool virtqueue_should_notify(struct virtqueue *vq);
 bool virtqueue_set_notification(struct virtqueue *vq, bool enable);
 /* Available buffers not yet popped? */
 bool virtqueue_has_work(struct virtqueue *vq);
+/* The driver's avail->idx (0 on a queue that is not enabled). */
+uint16_t virtqueue_avail_idx(const struct virtqueue *vq);
+/* Ask the driver not to kick at all, while the device polls the ring: NO_NOTIFY, or with
+ * EVENT_IDX an avail_event the driver has already passed (it then kicks only when its index
+ * wraps around to it, 65536 buffers later). virtqueue_set_notification(vq, true) ends it and
+ * says whether buffers came meanwhile. */
+void virtqueue_suppress_kicks(struct virtqueue *vq);
 
 /* The event-index test of virtio 1.2 2.7.10: has new_idx moved past event since old? */
 static inline bool virtq_need_event(uint16_t event, uint16_t new_idx, uint16_t old)

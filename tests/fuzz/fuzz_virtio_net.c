@@ -3,11 +3,12 @@
  * buffers, mergeable or not), driven by a fuzzed driver (tests/fuzz/fuzz_vdev.h describes the
  * operations; queue 0 receives, queue 1 transmits).
  * Input: u8 options (bit 0 tx=timer, bits 1-5 the backend's offloads: csum, tso4, tso6, ecn,
- * uso, bit 6 offload=off), u8 tx burst, u64 feature bits accepted, then operations. The device
- * operation is u8 what: 0 the backend receives a frame (u16 length, u8 count and bytes, the rest
- * a pattern), 1 the next send is refused with EAGAIN, 2 the backend can send again, 3 the link
- * goes down, 4 wait 1 ms for timers. Received frames are checked byte for byte in the buffers
- * the device returns (num_buffers aside), and their num_buffers against the buffers used. */
+ * uso, bit 6 offload=off, bit 7 poll-us=20 unless tx=timer: the wait below polls first), u8 tx
+ * burst, u64 feature bits accepted, then operations. The device operation is u8 what: 0 the backend
+ * receives a frame (u16 length, u8 count and bytes, the rest a pattern), 1 the next send is refused
+ * with EAGAIN, 2 the backend can send again, 3 the link goes down, 4 wait 1 ms for timers. Received
+ * frames are checked byte for byte in the buffers the device returns (num_buffers aside), and their
+ * num_buffers against the buffers used. */
 #include <errno.h>
 
 #include "devices/backends/net_backend.h"
@@ -277,6 +278,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.tx_burst = burst ? burst : 1;
 	cfg.tx_timer_us = 100;
 	cfg.offload = !(opt & 64);
+	cfg.poll_us = (opt & 128) && !(opt & 1) ? 20 : 0;
 	fv_begin();
 	struct virtio_net *net =
 	    virtio_net_create(&fv.dev, &fv.mem, &fv.loop, &cfg, "fuzz-net", open_fake);

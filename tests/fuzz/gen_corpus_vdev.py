@@ -95,6 +95,13 @@ def net():
         "rx_too_small": bytes([0, 0]) + feats + post_kick(0, desc(8, writable=True)) + inject,
         "link_down": bytes([0, 0]) + feats + post_kick(0, rx_buf) + bytes([DEVICE, 3]) + inject,
         "config": bytes([0, 0]) + feats + config(0, 2) + config(6, 1) + config(8, 1),
+        # poll-us=20 (option bit 7): the waits poll; a frame and a receive buffer posted
+        # without a kick are found by the poll.
+        "tx_poll": bytes([0xBE, 0]) + feats + post_kick(1, desc(72, hdr + frame))
+        + bytes([DEVICE, 4, POST | 1 << 3]) + chain(desc(72, hdr + frame))
+        + bytes([DEVICE, 4, DEVICE, 4]),
+        "rx_poll_stalled": bytes([0xBE, 0]) + feats + inject + bytes([DEVICE, 4, POST])
+        + chain(rx_buf) + bytes([DEVICE, 4, DEVICE, 4]),
     }
 
 

@@ -786,7 +786,8 @@ tcpperf_start() {
 # tcp_sink (receive offloads off, and on: large frames), tcp_rr against tcpperf rr-server,
 # tcp_crr against tcpperf crr-server (a connection per transaction), tcp_stream from one
 # probe into another's tcp_sink;
-# one wrong byte into tcp_sink, and one in tcp_rr's echo, make the guest fail.
+# one wrong byte into tcp_sink, and one in tcp_rr's echo, make the guest fail. The stream with
+# the device's offloads off and the first tcp_rr run with adaptive polling on (poll-us=1000).
 sc_probe_tcp() {
 	taps mvt0 || return 1
 	# tcp_stream with the transmit offloads on (the tap offers CSUM and HOST_TSO4: TSO frames
@@ -796,7 +797,7 @@ sc_probe_tcp() {
 	for o in on off devoff; do
 		tcpperf_start recv-$o recv --mib 16 || return 1
 		if [ $o = devoff ]; then
-			PROBE_NET=tap=mvt0,offload=off probe_run stream-$o tcp_stream net.peer_port=9001 net.tcp_mib=16
+			PROBE_NET=tap=mvt0,offload=off,poll-us=1000 probe_run stream-$o tcp_stream net.peer_port=9001 net.tcp_mib=16
 		else
 			probe_run stream-$o tcp_stream net.peer_port=9001 net.tcp_mib=16 net.offload=$o
 		fi
@@ -861,7 +862,7 @@ sc_probe_tcp() {
 	grep '^probe: FAIL' $W/bad.out
 
 	tcpperf_start rrsrv rr-server --size 256 || return 1
-	probe_run rr tcp_rr net.peer_port=9001 net.size=256 net.secs=1
+	PROBE_NET=tap=mvt0,poll-us=1000 probe_run rr tcp_rr net.peer_port=9001 net.size=256 net.secs=1
 	wait $PROBE_JOB
 	wait $TOOL_JOB || fail "rr: tcpperf rr-server: $(cat $W/rrsrv.out)"
 	expect_status rr 0 && expect_out rr '^probe: PASS' || return 1
@@ -870,6 +871,8 @@ sc_probe_tcp() {
 	grep -q "^tcpperf: mode=rr-server size=256 trans=$trans ok=1$" $W/rrsrv.out ||
 		fail "rr: the guest counted $trans, the server: $(cat $W/rrsrv.out)"
 	grep '^probe: tcp_rr size' $W/rr.out
+	grep -q 'poll 1000 us' $W/rr.err || fail "rr: minivmm did not poll"
+	grep -E 'polls found|kicks|adaptive polling' $W/rr.err
 	# An echo with one byte wrong (in the 3rd response): the guest stops there and fails.
 	tcpperf_start rrbad rr-server --size 256 --flip 600 || return 1
 	probe_run rrb tcp_rr net.peer_port=9001 net.size=256 net.secs=5

@@ -244,3 +244,23 @@ Test(api, status_vcpu_exits)
 			   "%s", r);
 	free(r);
 }
+
+/* status reports the I/O thread's adaptive polling: its bound, window and counters. */
+Test(api, status_io_poll)
+{
+	char *r = req("{\"cmd\":\"status\"}");
+	cr_assert_not_null(strstr(r, "\"io_poll\":{\"max_ns\":0,\"window_ns\":0,\"polls\":0,"),
+			   "polling off: %s", r);
+	free(r);
+	adaptive_poll_init(&vm.loop.poll, 50000, 0, 0);
+	vm.loop.poll.polls = 3;
+	vm.loop.poll.polls_found = 2;
+	vm.loop.poll.poll_ns = 1234;
+	vm.loop.poll.shrinks = 1;
+	r = req("{\"cmd\":\"status\"}");
+	cr_assert_not_null(strstr(r,
+				  "\"io_poll\":{\"max_ns\":50000,\"window_ns\":4000,\"polls\":3,"
+				  "\"polls_found\":2,\"poll_ns\":1234,\"grows\":0,\"shrinks\":1}"),
+			   "%s", r);
+	free(r);
+}

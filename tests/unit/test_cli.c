@@ -213,7 +213,7 @@ Test(cli_parse, device_option_errors)
 	    {"--rng", "transport=usb", "invalid transport 'usb' (expected mmio or pci)"},
 	    {"--net", "user,bogus=1",
 	     "unknown --net option 'bogus' (expected tap=, user, mac=, tx=, tx-burst=, "
-	     "tx-timer=, offload=, hostfwd=, transport=)"},
+	     "tx-timer=, poll-us=, offload=, hostfwd=, transport=)"},
 	    {"--net", "user,tx=fast", "--net: invalid tx 'fast' (expected bh or timer)"},
 	    {"--net", "user,tx-burst=0", "--net: invalid tx-burst '0' (expected 1 to 4096)"},
 	    {"--net", "user,offload=maybe", "--net: invalid offload 'maybe' (expected on or off)"},

@@ -708,3 +708,144 @@ Test(virtio_net, snapshot_restore_turns_transmit_kicks_back_on)
 	cr_assert_not(dev.vqs[TXQ].notifications_off, "the driver is still told not to kick");
 	stop();
 }
+
+/* ---- adaptive polling (poll-us): the device's poller on the loop ---- */
+
+static struct event_poller *the_poller(void)
+{
+	cr_assert_not_null(loop.pollers, "poll-us= registered no poller");
+	return loop.pollers;
+}
+
+/* The driver's side (virtio 1.2, 2.7.10): having moved avail->idx from old to where it is now,
+ * must it kick? */
+static bool guest_would_kick(int q, uint16_t old)
+{
+	uint16_t new_idx = avail_idx[q];
+	const uint8_t *used = gpa(ring_base(q) + 0x2000);
+	if (dev.vqs[q].event_idx) {
+		uint16_t event = *(const uint16_t *)(used + 4 + 8 * QSIZE);
+		return virtq_need_event(event, new_idx, old);
+	}
+	return !(*(const uint16_t *)used & VIRTQ_USED_F_NO_NOTIFY) && new_idx != old;
+}
+
+/* While the loop polls, the guest need not kick; a frame queued after the last poll, before
+ * kicks are back on, is found by the last look (never stranded); then kicks are on again. */
+static void poll_never_loses_a_frame(bool event_idx)
+{
+	extra_features = event_idx ? 1u << F_EVENT_IDX : 0;
+	start_with("tap=fake,poll-us=100", true);
+	extra_features = 0;
+	cr_assert_eq(dev.vqs[TXQ].event_idx, event_idx);
+	struct event_poller *p = the_poller();
+	cr_assert_eq(p->max_ns, 100000);
+	cr_assert_eq(loop.poll.max_ns, 100000);
+	/* Not polling: a kick, a pass, kicks on again. */
+	uint16_t old = avail_idx[TXQ];
+	post_tx(0, 64, 0x10);
+	cr_assert(guest_would_kick(TXQ, old), "kicks are on before polling");
+	virtio_dev_queue_notify(&dev, TXQ);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 1);
+	/* The loop would sleep: it polls instead, and the guest is told not to kick. */
+	p->begin(p->opaque);
+	old = avail_idx[TXQ];
+	post_tx(1, 64, 0x11);
+	cr_assert_not(guest_would_kick(TXQ, old), "polling: the guest still has to kick");
+	cr_assert(p->poll(p->opaque), "the poll does not see the frame");
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 2);
+	/* After that pass kicks stay off (the loop polls on), and a frame comes after the last
+	 * poll, before polling ends. */
+	old = avail_idx[TXQ];
+	post_tx(2, 64, 0x12);
+	cr_assert_not(guest_would_kick(TXQ, old), "the pass turned kicks back on while polling");
+	cr_assert(p->end(p->opaque), "the last look missed a frame queued without a kick");
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 3, "a frame was stranded when polling ended");
+	cr_assert_eq(fake->sent[2][NET_HDR_LEN], 0x12);
+	cr_assert_eq(used_idx(TXQ), 3);
+	/* Polling over: the next frame is kicked again. */
+	old = avail_idx[TXQ];
+	post_tx(3, 64, 0x13);
+	cr_assert(guest_would_kick(TXQ, old), "kicks stay off after polling ended");
+	struct virtio_net_stats st;
+	virtio_net_stats(net, &st);
+	cr_assert_eq(st.poll_tx, 1);
+	stop();
+}
+
+Test(virtio_net, poll_never_loses_a_frame_with_no_notify)
+{
+	poll_never_loses_a_frame(false);
+}
+
+Test(virtio_net, poll_never_loses_a_frame_with_event_idx)
+{
+	poll_never_loses_a_frame(true);
+}
+
+/* What a poll must not report, or the loop would spin on it: frames waiting for a full backend
+ * (tx_ready brings them), and receive buffers it already tried (too few for the waiting frame).
+ * Buffers posted after receive stalled are found without the guest's kick. */
+Test(virtio_net, poll_reports_no_work_it_cannot_do)
+{
+	start_with("tap=fake,poll-us=100", true);
+	struct event_poller *p = the_poller();
+	fake->eagain_at = 0;
+	post_tx(0, 64, 0x10);
+	virtio_dev_queue_notify(&dev, TXQ);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(fake->nsent, 0);
+	p->begin(p->opaque);
+	cr_assert_not(p->poll(p->opaque), "frames held by a full backend reported as work");
+	/* Receive stalls: a 1000-byte frame and no buffers. */
+	queue_rx_frame(1000, 0x77);
+	client.rx_ready(client.opaque);
+	cr_assert_not(fake->rx_enabled);
+	cr_assert_not(p->poll(p->opaque));
+	/* One 256-byte buffer: new, so looked at, but too small for the frame. */
+	post(RXQ, 0, 0x200000, 256, true);
+	cr_assert(p->poll(p->opaque), "buffers posted after the stall not found");
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(used_idx(RXQ), 0);
+	cr_assert_not(p->poll(p->opaque), "the same buffers reported again: the loop would spin");
+	/* Three more: the frame fits now. */
+	for (uint16_t i = 1; i < 4; i++)
+		post(RXQ, i, 0x200000 + (uint64_t)i * 0x1000, 256, true);
+	cr_assert(p->poll(p->opaque));
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(used_idx(RXQ), 4);
+	cr_assert(fake->rx_enabled, "receive resumed");
+	cr_assert_not(p->poll(p->opaque));
+	struct virtio_net_stats st;
+	virtio_net_stats(net, &st);
+	cr_assert_eq(st.poll_rx, 2);
+	cr_assert_eq(st.rx_packets, 1);
+	p->end(p->opaque);
+	stop();
+}
+
+Test(virtio_net, poll_options)
+{
+	struct net_options cfg;
+	struct option_list opts;
+	char err[160];
+	cr_assert_eq(options_split("tap=x", "--net", &opts, err, sizeof(err)), 0);
+	cr_assert_eq(net_options_parse(&opts, &cfg, err, sizeof(err)), 0);
+	cr_assert_eq(cfg.poll_us, 0, "polling is off by default");
+	cr_assert_eq(options_split("tap=x,poll-us=10001", "--net", &opts, err, sizeof(err)), 0);
+	cr_assert_eq(net_options_parse(&opts, &cfg, err, sizeof(err)), -1);
+	cr_assert_eq(options_split("tap=x,tx=timer,poll-us=50", "--net", &opts, err, sizeof(err)),
+		     0);
+	cr_assert_eq(net_options_parse(&opts, &cfg, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "poll-us= needs tx=bh"), "%s", err);
+	cr_assert_eq(options_split("tap=x,poll-us=50", "--net", &opts, err, sizeof(err)), 0);
+	cr_assert_eq(net_options_parse(&opts, &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cfg.poll_us, 50);
+	/* Off: no poller, the loop never polls. */
+	start(256, true);
+	cr_assert_null(loop.pollers);
+	stop();
+}

@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vmm/base/log.h"
@@ -199,12 +200,104 @@ void event_timer_destroy(struct event_loop *loop, struct event_timer *t)
 	}
 }
 
+void event_loop_add_poller(struct event_loop *loop, struct event_poller *p)
+{
+	p->next = loop->pollers;
+	loop->pollers = p;
+	if (!loop->poll.grow)
+		adaptive_poll_init(&loop->poll, 0, ADAPTIVE_POLL_GROW, ADAPTIVE_POLL_SHRINK);
+	adaptive_poll_raise_bound(&loop->poll, p->max_ns);
+}
+
+void event_loop_del_poller(struct event_loop *loop, struct event_poller *p)
+{
+	for (struct event_poller **pp = &loop->pollers; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	if (!loop->pollers)
+		loop->poll.max_ns = loop->poll.window_ns = 0;
+}
+
+static uint64_t monotonic_ns(void *opaque)
+{
+	(void)opaque;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* One poll phase's state: where an fd check's events go. */
+struct poll_phase {
+	struct event_loop *loop;
+	struct epoll_event *events;
+	int n;
+};
+
+static bool poll_pollers(void *opaque)
+{
+	struct poll_phase *ph = opaque;
+	bool found = false;
+	for (struct event_poller *p = ph->loop->pollers; p; p = p->next)
+		found |= p->poll(p->opaque);
+	return found;
+}
+
+static bool poll_fds(void *opaque)
+{
+	struct poll_phase *ph = opaque;
+	int n = epoll_wait(ph->loop->epoll_fd, ph->events, MAX_EVENTS, 0);
+	ph->n = n > 0 ? n : 0;
+	return n > 0;
+}
+
+static const struct adaptive_poll_ops poll_ops = {
+    .now_ns = monotonic_ns, .poll = poll_pollers, .poll_fds = poll_fds};
+
+/* The loop is about to sleep: every poller turns notifications back on and looks once more.
+ * True when one found work meanwhile (it scheduled it): then the loop must not sleep. */
+static bool end_polling(struct event_loop *loop)
+{
+	bool work = false;
+	loop->polling = false;
+	for (struct event_poller *p = loop->pollers; p; p = p->next)
+		work |= p->end(p->opaque);
+	return work;
+}
+
 int event_loop_run_once(struct event_loop *loop, int timeout_ms)
 {
 	struct epoll_event events[MAX_EVENTS];
+	struct poll_phase ph = {.loop = loop, .events = events, .n = 0};
+	bool found = false;
 	if (bottom_halves_pending(loop))
 		timeout_ms = 0;
-	int n = epoll_wait(loop->epoll_fd, events, MAX_EVENTS, timeout_ms);
+	/* Polling: only where the loop would sleep; the wait is measured to adapt the window. */
+	bool adapt = timeout_ms != 0 && loop->pollers && loop->poll.max_ns;
+	uint64_t t0 = adapt ? monotonic_ns(NULL) : 0;
+	if (adapt && loop->poll.window_ns) {
+		if (!loop->polling) {
+			for (struct event_poller *p = loop->pollers; p; p = p->next)
+				p->begin(p->opaque);
+			loop->polling = true;
+		}
+		found = adaptive_poll_run(&loop->poll, &poll_ops, &ph);
+	}
+	int n = ph.n;
+	if (!found) {
+		/* Sleeping (or, with timeout 0, not): polling ends first, or a guest told not to
+		 * notify would never wake us. */
+		if (loop->polling && timeout_ms != 0 && end_polling(loop))
+			timeout_ms = 0;
+		n = epoll_wait(loop->epoll_fd, events, MAX_EVENTS, timeout_ms);
+	} else if (!n) {
+		/* The rings had work (a bottom half now runs one batch): the fds are served
+		 * first, so a guest that keeps its ring busy cannot starve them. */
+		n = epoll_wait(loop->epoll_fd, events, MAX_EVENTS, 0);
+	}
+	if (adapt)
+		adaptive_poll_update(&loop->poll, monotonic_ns(NULL) - t0);
 	if (n < 0) {
 		if (errno == EINTR)
 			return 0;

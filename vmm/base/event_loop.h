@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "vmm/base/adaptive_poll.h"
+
 typedef void (*event_fd_fn)(void *opaque, uint32_t events);
 typedef void (*event_cb_fn)(void *opaque);
 
@@ -37,6 +39,25 @@ struct event_timer {
 	bool armed;
 };
 
+/* A device's rings, polled before the loop sleeps when polling is on (adaptive_poll.h): the loop
+ * spins on poll() for up to its window instead of sleeping at once, so the guest's buffers are
+ * seen without its notifications, which begin() asks it to stop sending. All on the loop thread.
+ * A poller is added before the loop runs (device creation) and removed after it stopped. */
+struct event_poller {
+	/* A poll phase starts (the loop was about to sleep): ask the guest not to notify. */
+	void (*begin)(void *opaque);
+	/* Cheap, no system call: is there work? If so, schedule it (a bottom half) and say true;
+	 * the loop then serves its fds and runs the bottom halves before it polls again. */
+	bool (*poll)(void *opaque);
+	/* Polling ends: the loop will sleep. Notifications back on, then look once more: work
+	 * added before the guest saw them on would get no notification, so schedule it and say
+	 * true (the loop then does not sleep). */
+	bool (*end)(void *opaque);
+	void *opaque;
+	uint64_t max_ns; /* this poller's bound; the loop polls for the largest */
+	struct event_poller *next;
+};
+
 struct event_loop {
 	int epoll_fd;
 	int wake_fd; /* eventfd: cross-thread bottom-half scheduling and stop */
@@ -53,6 +74,10 @@ struct event_loop {
 	bool running;
 	volatile bool stop;
 	uint64_t iterations;
+	/* Adaptive polling: off (poll.max_ns 0) until a poller is added. */
+	struct event_poller *pollers;
+	struct adaptive_poll poll;
+	bool polling; /* between the pollers' begin and end */
 };
 
 int event_loop_init(struct event_loop *loop);
@@ -62,6 +87,11 @@ int event_loop_add_fd(struct event_loop *loop, struct event_source *src, int fd,
 		      event_fd_fn fn, void *opaque);
 int event_loop_mod_fd(struct event_loop *loop, struct event_source *src, uint32_t events);
 void event_loop_del_fd(struct event_loop *loop, struct event_source *src);
+
+/* Poll p's rings before sleeping, for up to p->max_ns (the loop's bound is the largest). */
+void event_loop_add_poller(struct event_loop *loop, struct event_poller *p);
+/* Remove p (its end() is not called: the loop is stopped). */
+void event_loop_del_poller(struct event_loop *loop, struct event_poller *p);
 
 void bottom_half_init(struct bottom_half *bh, event_cb_fn fn, void *opaque);
 /* Thread-safe. From the loop thread the bottom half runs before the loop sleeps again. */

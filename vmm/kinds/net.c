@@ -10,6 +10,7 @@
 #include "devices/virtio/net.h"
 #include "vmm/base/log.h"
 #include "vmm/device_registry.h"
+#include "vmm/json.h"
 #include "vmm/options.h"
 #include "vmm/seccomp.h"
 #include "vmm/virtio_devices.h"
@@ -55,12 +56,34 @@ static void net_destroy(struct virtio_slot *slot)
 	struct virtio_net_stats s;
 	virtio_net_stats(n, &s);
 	log_info("%s: tx %llu packets %llu bytes (%llu dropped), rx %llu packets %llu bytes "
-		 "(%llu dropped)",
+		 "(%llu dropped), polls found tx %llu rx %llu",
 		 slot->dev.label, (unsigned long long)s.tx_packets, (unsigned long long)s.tx_bytes,
 		 (unsigned long long)s.tx_dropped, (unsigned long long)s.rx_packets,
-		 (unsigned long long)s.rx_bytes, (unsigned long long)s.rx_dropped);
+		 (unsigned long long)s.rx_bytes, (unsigned long long)s.rx_dropped,
+		 (unsigned long long)s.poll_tx, (unsigned long long)s.poll_rx);
 	virtio_net_destroy(n);
 	slot->model = NULL;
+}
+
+/* The control socket's "net": the first net device's packet counters and what polling found. */
+static void net_status(struct virtio_slot *slot, struct json_writer *w)
+{
+	const struct net_options *cfg = slot->cfg->parsed;
+	struct virtio_net_stats s;
+	virtio_net_stats(slot->model, &s);
+	json_key(w, "net");
+	json_begin_object(w);
+	json_member_string(w, "label", slot->dev.label);
+	json_member_uint(w, "tx_packets", s.tx_packets);
+	json_member_uint(w, "tx_bytes", s.tx_bytes);
+	json_member_uint(w, "tx_dropped", s.tx_dropped);
+	json_member_uint(w, "rx_packets", s.rx_packets);
+	json_member_uint(w, "rx_bytes", s.rx_bytes);
+	json_member_uint(w, "rx_dropped", s.rx_dropped);
+	json_member_uint(w, "poll_us", cfg->poll_us);
+	json_member_uint(w, "poll_tx", s.poll_tx);
+	json_member_uint(w, "poll_rx", s.poll_rx);
+	json_end_object(w);
 }
 
 static int parse_mac(const char *s, uint8_t mac[6])
@@ -142,6 +165,14 @@ static const struct option_desc net_option_table[] = {
      .max = 1000000,
      .arg = "USEC",
      .help = "tx=timer: delay from kick to flush (default 150)"},
+    {.key = "poll-us",
+     .type = OPTION_U32,
+     OPTION_FIELD(struct net_options, poll_us),
+     .min = 0,
+     .max = NET_MAX_POLL_US,
+     .arg = "USEC",
+     .help = "tx=bh: poll the rings for up to USEC before the I/O thread\n"
+	     "sleeps, the guest's transmit kicks off meanwhile (default 0: off)"},
     {.key = "offload",
      .type = OPTION_BOOL,
      OPTION_FIELD(struct net_options, offload),
@@ -169,6 +200,10 @@ int net_options_parse(const struct option_list *opts, struct net_options *cfg, c
 		return -1;
 	if (cfg->user == !!cfg->tap[0]) {
 		snprintf(err, errlen, "%s: give exactly one backend: tap=NAME or user", what);
+		return -1;
+	}
+	if (cfg->poll_us && cfg->tx_mode != NET_TX_BH) {
+		snprintf(err, errlen, "%s: poll-us= needs tx=bh", what);
 		return -1;
 	}
 	if (cfg->nr_hostfwd && !cfg->user) {
@@ -211,4 +246,5 @@ const struct device_kind_desc virtio_net_kind = {
     .create = net_create,
     .destroy = net_destroy,
     .seccomp_needs = net_seccomp_needs,
+    .status = net_status,
 };
