@@ -12,7 +12,7 @@ LDFLAGS_SAN   := -fsanitize=address,undefined
 endif
 CFLAGS  ?=
 CFLAGS  += $(CFLAGS_COMMON)
-LDLIBS  := -lpthread -lfdt -luring -lslirp -lseccomp
+LDLIBS  := -lpthread -lfdt -luring -lseccomp -ldl
 LDFLAGS += $(LDFLAGS_SAN)
 
 VMM_SRCS  := $(wildcard vmm/*.c vmm/base/*.c vmm/kinds/*.c devices/*.c devices/virtio/*.c \
@@ -159,8 +159,9 @@ FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c vmm/base/gu
 FUZZ_virtio_rng_SRCS := devices/virtio/rng.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/backends/blk_io.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_LIBS := -lpthread -luring
-FUZZ_virtio_net_SRCS := devices/virtio/net.c devices/backends/tap.c devices/backends/slirp.c $(FUZZ_VDEV_SRCS)
-FUZZ_virtio_net_LIBS := -lpthread -lslirp
+FUZZ_virtio_net_SRCS := devices/virtio/net.c devices/backends/tap.c devices/backends/slirp.c \
+	devices/backends/slirp_lib.c $(FUZZ_VDEV_SRCS)
+FUZZ_virtio_net_LIBS := -lpthread -ldl
 FUZZ_virtio_balloon_SRCS := devices/virtio/balloon.c $(FUZZ_VDEV_SRCS)
 # Per-target libFuzzer options. Device models warn on stderr about every broken driver: keep it
 # closed (libFuzzer's and the sanitizers' reports still come out). The device targets are slow

@@ -10,6 +10,7 @@
 #include <sys/epoll.h>
 #include <time.h>
 
+#include "slirp_lib.h"
 #include "vmm/base/event_loop.h"
 #include "vmm/base/log.h"
 
@@ -40,7 +41,8 @@ struct watched_fd {
 };
 
 struct slirp_be {
-	struct net_backend be;
+	struct net_backend be;	     /* first: the backend is this struct */
+	const struct slirp_lib *lib; /* libslirp, loaded at open */
 	Slirp *slirp;
 	/* Frames towards the guest: a ring of malloc'd frames with the header in front. */
 	uint8_t *rxq[RXQ_FRAMES];
@@ -180,7 +182,7 @@ static void refresh(struct slirp_be *s)
 {
 	uint32_t timeout = UINT32_MAX;
 	s->npfds = 0;
-	slirp_pollfds_fill(s->slirp, &timeout, add_poll, s);
+	s->lib->pollfds_fill(s->slirp, &timeout, add_poll, s);
 	for (int w = 0; w < MAX_POLLFDS; w++)
 		s->watched[w].seen = false;
 	for (int i = 0; i < s->npfds; i++) {
@@ -242,7 +244,7 @@ static void run_timers(struct slirp_be *s)
 		struct slirp_timer *t = &s->timers[i];
 		if (t->used && t->armed && t->expire_ms <= now_ms) {
 			t->armed = false;
-			slirp_handle_timer(s->slirp, t->id, t->cb_opaque);
+			s->lib->handle_timer(s->slirp, t->id, t->cb_opaque);
 		}
 	}
 }
@@ -251,7 +253,7 @@ static void run_timers(struct slirp_be *s)
 static void service(struct slirp_be *s)
 {
 	int n = poll(s->pfds, (nfds_t)s->npfds, 0);
-	slirp_pollfds_poll(s->slirp, n < 0, get_revents, s);
+	s->lib->pollfds_poll(s->slirp, n < 0, get_revents, s);
 	run_timers(s);
 	refresh(s);
 }
@@ -365,7 +367,7 @@ static int slirp_send(struct net_backend *be, const struct iovec *iov, int iovcn
 	}
 	if (len <= NET_HDR_LEN)
 		return -EINVAL;
-	slirp_input(s->slirp, s->tx_buf + NET_HDR_LEN, (int)(len - NET_HDR_LEN));
+	s->lib->input(s->slirp, s->tx_buf + NET_HDR_LEN, (int)(len - NET_HDR_LEN));
 	bottom_half_schedule(s->be.loop, &s->refresh_bh);
 	return 0;
 }
@@ -392,7 +394,7 @@ static void slirp_destroy(struct net_backend *be)
 		s->watched[w].used = false; /* slirp_cleanup's unregister_poll_fd finds none */
 	}
 	event_timer_destroy(s->be.loop, &s->poll_timer);
-	slirp_cleanup(s->slirp);
+	s->lib->cleanup(s->slirp);
 	while (s->rxq_count) {
 		free(s->rxq[s->rxq_head]);
 		s->rxq_head = (s->rxq_head + 1) % RXQ_FRAMES;
@@ -522,7 +524,7 @@ static const SlirpCb dns_probe_callbacks = {
  * libslirp's clock (set by each poll) is past the first lookup's time, takes it and reads the
  * file again: without it the guest's first lookup would. A file that changes later cannot be
  * read again: libslirp then forwards DNS to the host's 127.0.0.1. */
-static void read_dns_config_now(const SlirpConfig *config)
+static void read_dns_config_now(const struct slirp_lib *lib, const SlirpConfig *config)
 {
 	static const uint8_t macs[12] = {0x52, 0x55, 0x0a, 0x00, 0x02, 0x02,  /* to slirp */
 					 0x52, 0x54, 0x00, 0x12, 0x34, 0x56}; /* from the guest */
@@ -530,7 +532,7 @@ static void read_dns_config_now(const SlirpConfig *config)
 	struct sockaddr_in loopback = {.sin_family = AF_INET,
 				       .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	sc.outbound_addr = &loopback;
-	Slirp *probe = slirp_new(&sc, &dns_probe_callbacks, NULL);
+	Slirp *probe = lib->new_instance(&sc, &dns_probe_callbacks, NULL);
 	if (!probe)
 		return;
 	uint8_t f[14 + 20 + 8] = {0};
@@ -553,21 +555,25 @@ static void read_dns_config_now(const SlirpConfig *config)
 		sum = (sum & 0xffff) + (sum >> 16);
 	ip[10] = (uint8_t)(~sum >> 8);
 	ip[11] = (uint8_t)~sum;
-	slirp_input(probe, f, (int)sizeof(f));
-	slirp_pollfds_poll(probe, 1, dns_probe_revents, NULL); /* the clock only */
-	slirp_input(probe, f, (int)sizeof(f));
-	slirp_cleanup(probe);
+	lib->input(probe, f, (int)sizeof(f));
+	lib->pollfds_poll(probe, 1, dns_probe_revents, NULL); /* the clock only */
+	lib->input(probe, f, (int)sizeof(f));
+	lib->cleanup(probe);
 }
 
 struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct event_loop *loop,
 				       const struct net_backend_client *client, char *err,
 				       size_t errlen)
 {
+	const struct slirp_lib *lib = slirp_lib_get(err, errlen);
+	if (!lib)
+		return NULL;
 	struct slirp_be *s = calloc(1, sizeof(*s));
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	s->lib = lib;
 	s->be.ops = &slirp_ops;
 	s->be.client = *client;
 	s->be.loop = loop;
@@ -586,7 +592,7 @@ struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct 
 	inet_pton(AF_INET, "10.0.2.2", &sc.vhost);
 	inet_pton(AF_INET, "10.0.2.15", &sc.vdhcp_start);
 	inet_pton(AF_INET, "10.0.2.3", &sc.vnameserver);
-	s->slirp = slirp_new(&sc, &callbacks, s);
+	s->slirp = s->lib->new_instance(&sc, &callbacks, s);
 	if (!s->slirp) {
 		snprintf(err, errlen, "libslirp could not start");
 		event_timer_destroy(loop, &s->poll_timer);
@@ -599,13 +605,13 @@ struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct 
 		int hp, gp;
 		inet_pton(AF_INET, "10.0.2.15", &guest);
 		if (parse_hostfwd(fwd->rules[i], &udp, &host, &hp, &gp) ||
-		    slirp_add_hostfwd(s->slirp, udp, host, hp, guest, gp) < 0) {
+		    s->lib->add_hostfwd(s->slirp, udp, host, hp, guest, gp) < 0) {
 			snprintf(err, errlen, "cannot forward %s (port in use?)", fwd->rules[i]);
 			slirp_destroy(&s->be);
 			return NULL;
 		}
 	}
-	read_dns_config_now(&sc);
+	read_dns_config_now(s->lib, &sc);
 	refresh(s);
 	return &s->be;
 }

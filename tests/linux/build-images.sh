@@ -77,6 +77,10 @@ base_root "$L1"
 copy_modules "$L1/modules" irqbypass kvm kvm-amd tun loop sch_netem sch_ingress cls_matchall \
 	act_mirred ifb
 copy_binary "$L1" "$MINIVMM"
+# libslirp is loaded by minivmm (dlopen) only for --net user: ldd does not list it.
+SLIRP_LIB=$(ldconfig -p | awk '/libslirp\.so\.0 .*x86-64/ { print $NF; exit }')
+[ -n "$SLIRP_LIB" ] || die "libslirp.so.0 is not installed (libslirp0, scripts/install-deps.sh)"
+copy_binary "$L1" "$SLIRP_LIB"
 mv "$L1$MINIVMM" "$L1/bin/minivmm"
 for b in /sbin/e2fsck /sbin/mke2fs /usr/bin/script /usr/sbin/tc; do copy_binary "$L1" "$b"; done
 cp /etc/mke2fs.conf "$L1/etc/"

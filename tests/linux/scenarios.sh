@@ -781,6 +781,20 @@ tcpperf_start() {
 	[ -s "$W/$name.ready" ] || fail "$name: tcpperf did not listen"
 }
 
+# sink_ok NAME MIB [probe words...]: the probe's tcp_sink on port 9000 gets MIB MiB from
+# tcpperf send, and must pass with every byte right.
+sink_ok() {
+	local name=$1 mib=$2
+	shift 2
+	probe_run $name tcp_sink net.port=9000 net.tcp_mib=$mib "$@"
+	wait_out $name '^probe: tcp_sink listening' 60 || return 1
+	/probe/tcpperf send --dest 10.0.2.15 --port 9000 --mib $mib >$W/$name.send 2>&1 ||
+		fail "$name: tcpperf send: $(cat $W/$name.send)"
+	wait $PROBE_JOB
+	expect_status $name 0 && expect_out $name '^probe: PASS' || return 1
+	expect_out $name "^probe: tcp_sink bytes=$((mib << 20)) .* bad=0 "
+}
+
 # The probe's own TCP against L1's Linux on a tap, every byte checked by the receiver:
 # tcp_stream into tcpperf recv (offloads on, off, and not offered; 64-byte writes), tcpperf send into
 # tcp_sink (receive offloads off, and on: large frames), tcp_rr against tcpperf rr-server,
@@ -830,24 +844,13 @@ sc_probe_tcp() {
 	[ "${small:-0}" -ge 100 ] || { fail "stream-w64: $small segments shorter than the MSS"; return 1; }
 	grep '^probe: tcp_stream bytes' $W/stream-w64.out
 
-	probe_run sink tcp_sink net.port=9000 net.tcp_mib=16
-	wait_out sink '^probe: tcp_sink listening' 60 || return 1
-	/probe/tcpperf send --dest 10.0.2.15 --port 9000 --mib 16 >$W/send.out 2>&1 ||
-		fail "sink: tcpperf send: $(cat $W/send.out)"
-	wait $PROBE_JOB
-	expect_status sink 0 && expect_out sink '^probe: PASS' || return 1
-	expect_out sink '^probe: tcp_sink bytes=16777216 .* bad=0 ' || return 1
+	sink_ok sink 16 || return 1
 	expect_out sink '^probe: net .* rx_offload=off ' || return 1
 	grep '^probe: tcp_sink bytes' $W/sink.out
 	# With the receive offloads (net.rx_offload=on: GUEST_CSUM + GUEST_TSO4 over mergeable
 	# buffers) L1's tap hands over frames of up to 64 KiB: the probe gathers them, and still
 	# finds every byte right.
-	probe_run sinkrx tcp_sink net.port=9000 net.tcp_mib=16 net.rx_offload=on
-	wait_out sinkrx '^probe: tcp_sink listening' 60 || return 1
-	/probe/tcpperf send --dest 10.0.2.15 --port 9000 --mib 16 >$W/sendrx.out 2>&1 ||
-		fail "sinkrx: tcpperf send: $(cat $W/sendrx.out)"
-	wait $PROBE_JOB
-	expect_status sinkrx 0 && expect_out sinkrx '^probe: PASS' || return 1
+	sink_ok sinkrx 16 net.rx_offload=on || return 1
 	expect_out sinkrx '^probe: net .* rx_offload=csum,tso4 ' || return 1
 	expect_out sinkrx '^probe: tcp_sink bytes=16777216 .* bad=0 .* rx_large=[1-9]' || return 1
 	grep '^probe: tcp_sink bytes' $W/sinkrx.out
@@ -952,13 +955,7 @@ sc_probe_tcp_loss() {
 	[ $(( ${rt% *} + ${rt#* } )) -gt 0 ] || fail "lstream: no retransmit over a lossy link: $line"
 	echo "stream, 1% loss: $line"
 
-	probe_run lsink tcp_sink net.port=9000 net.tcp_mib=4
-	wait_out lsink '^probe: tcp_sink listening' 60 || return 1
-	/probe/tcpperf send --dest 10.0.2.15 --port 9000 --mib 4 >$W/lsend.out 2>&1 ||
-		fail "lsink: tcpperf send: $(cat $W/lsend.out)"
-	wait $PROBE_JOB
-	expect_status lsink 0 && expect_out lsink '^probe: PASS' || return 1
-	expect_out lsink '^probe: tcp_sink bytes=4194304 .* bad=0 ' || return 1
+	sink_ok lsink 4 || return 1
 	line=$(tr -d '\r' <$W/lsink.out | grep '^probe: tcp_sink bytes=')
 	local ooo=$(echo "$line" | sed -n 's/.* dup_acks_sent=\([0-9]*\) ooo_dropped=\([0-9]*\) .*/\1 \2/p' )
 	[ $(( ${ooo% *} + ${ooo#* } )) -gt 0 ] || fail "lsink: no segment out of order over a lossy link: $line"
