@@ -134,5 +134,9 @@ const char *net_tcp_connect(uint32_t dst, uint16_t port, int *id);
 void net_tcp_input(const uint8_t *src_mac, const struct ip_hdr *ip, const uint8_t *data,
 		   unsigned len);
 void net_tcp_poll(void); /* receive, run the timers, flush what was sent */
+/* One request/response on connection id: all of req out, size bytes back into resp, within
+ * timeout_ms; an error or 0 (tcp_rr, tcp_crr). */
+const char *net_tcp_transact(int id, const uint8_t *req, uint8_t *resp, unsigned size,
+			     uint64_t timeout_ms);
 
 #endif

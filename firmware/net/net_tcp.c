@@ -119,3 +119,28 @@ void net_tcp_poll(void)
 	tcp_timers(&net_tcp);
 	vnet_tx_flush(&netif.nic);
 }
+
+const char *net_tcp_transact(int id, const uint8_t *req, uint8_t *resp, unsigned size,
+			     uint64_t timeout_ms)
+{
+	uint64_t t = rdtsc(), timeout = virtio_ms_to_cycles(timeout_ms);
+	unsigned sent = 0, got = 0;
+	while (got < size) {
+		if (sent < size) {
+			int k = tcp_send(&net_tcp, id, req + sent, size - sent);
+			if (k < 0)
+				return "tcp: the connection is gone mid-transaction";
+			sent += (unsigned)k;
+		}
+		net_tcp_poll();
+		int n = tcp_recv(&net_tcp, id, resp + got, size - got);
+		if (n < 0)
+			return "tcp: the connection is gone mid-transaction";
+		got += (unsigned)n;
+		if (netif.nic.err)
+			return netif.nic.err;
+		if (rdtsc() - t > timeout)
+			return "tcp: no reply in time";
+	}
+	return 0;
+}

@@ -65,25 +65,8 @@ static const char *transact(unsigned size, uint64_t *bad)
 		tcp_release(&net_tcp, id);
 		return "tcp_crr: no connection";
 	}
-	uint64_t t = rdtsc(), timeout = virtio_ms_to_cycles(RR_TIMEOUT_MS);
-	unsigned sent = 0, got = 0;
-	while (got < size) {
-		if (sent < size) {
-			int k = tcp_send(&net_tcp, id, req + sent, size - sent);
-			if (k < 0)
-				return "tcp_crr: the connection is gone";
-			sent += (unsigned)k;
-		}
-		net_tcp_poll();
-		int n = tcp_recv(&net_tcp, id, resp + got, size - got);
-		if (n < 0)
-			return "tcp_crr: the connection is gone";
-		got += (unsigned)n;
-		if (netif.nic.err)
-			return netif.nic.err;
-		if (rdtsc() - t > timeout)
-			return "tcp_crr: no reply";
-	}
+	if ((err = net_tcp_transact(id, req, resp, size, RR_TIMEOUT_MS)))
+		return err;
 	if (memcmp(req, resp, size))
 		(*bad)++;
 	tcp_close(&net_tcp, id);

@@ -30,31 +30,6 @@ static bool peer_closed(int id)
 	return s == TCP_TIME_WAIT || s == TCP_CLOSED;
 }
 
-/* One transaction: the whole request out, its whole echo in; an error or 0. */
-static const char *transact(int id, unsigned size)
-{
-	uint64_t t = rdtsc(), timeout = virtio_ms_to_cycles(RR_TIMEOUT_MS);
-	unsigned sent = 0, got = 0;
-	while (got < size) {
-		if (sent < size) {
-			int k = tcp_send(&net_tcp, id, req + sent, size - sent);
-			if (k < 0)
-				return "tcp_rr: the connection is gone";
-			sent += (unsigned)k;
-		}
-		net_tcp_poll();
-		int n = tcp_recv(&net_tcp, id, resp + got, size - got);
-		if (n < 0)
-			return "tcp_rr: the connection is gone";
-		got += (unsigned)n;
-		if (netif.nic.err)
-			return netif.nic.err;
-		if (rdtsc() - t > timeout)
-			return "tcp_rr: no reply";
-	}
-	return 0;
-}
-
 const char *net_tcp_rr(void)
 {
 	uint64_t secs = net_arg("net.secs", 2), size = net_arg("net.size", 64);
@@ -77,7 +52,7 @@ const char *net_tcp_rr(void)
 		for (unsigned i = 0; i < size; i++)
 			req[i] = net_tcp_pattern(trans * size + i);
 		uint64_t t = rdtsc();
-		if ((err = transact(id, (unsigned)size)))
+		if ((err = net_tcp_transact(id, req, resp, (unsigned)size, RR_TIMEOUT_MS)))
 			break;
 		uint64_t ns = virtio_cycles_to_us((rdtsc() - t) * 1000);
 		if (memcmp(req, resp, size)) {
