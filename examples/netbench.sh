@@ -861,24 +861,31 @@ offload_of() {
 	R_OFFL=$(tr -d '\r' <"$TMP/$1.out" | sed -n 's/^probe: net .* offload=\([^ ]*\).*/\1/p' | tail -n 1)
 }
 
+# tcp_guest_against_host TAG CFG PROGRAM SIZE HPID: the guest's PROGRAM (TAG-g) against the host
+# tool already started (HPID, TAG-host): waits for both, the guest's VMM profiled with --profile;
+# sets the caller's hl (the host tool's result line) and line (the guest's).
+tcp_guest_against_host() {
+	local gpid
+	guest_start "$1-g" "$2" 0 "$3" "$4"
+	gpid=$LAST_PID
+	[ "$PROFILE" = 0 ] || profile_start "$1-g" "$2"
+	wait_pid "$gpid"
+	[ "$PROFILE" = 0 ] || profile_finish "$1-g"
+	host_end "$5"
+	hl=$(cat "$TMP/$1-host.out" 2>/dev/null || true)
+	line=$(result_line "$1-g")
+}
+
 # run_tcp TAG CFG SIZE: one --proto tcp measurement (see run_one).
 run_tcp() {
-	local tag=$1 cfg=$2 size=$3 hpid gpid hl line
+	local tag=$1 cfg=$2 size=$3 gpid hl line
 	local pin=()
 	[ -z "$HOST_PIN" ] || pin=(taskset -c "$HOST_PIN")
 	case "$DIR" in
 	g2h)
 		host_tool "$tag-host" recv --bind "$HOST_IP" --port "$PORT" --mib "$MIB" \
 			--wait-secs "$((SECS + TIMEOUT))"
-		hpid=$LAST_PID
-		guest_start "$tag-g" "$cfg" 0 tcp_stream "$size"
-		gpid=$LAST_PID
-		[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
-		wait_pid "$gpid"
-		[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
-		host_end "$hpid"
-		hl=$(cat "$TMP/$tag-host.out")
-		line=$(result_line "$tag-g")
+		tcp_guest_against_host "$tag" "$cfg" tcp_stream "$size" "$LAST_PID"
 		[ -n "$hl" ] || { row_failed "$tag-host" "no result from tcpperf recv"; return; }
 		[ "$(kv ok "$hl")" = 1 ] || { row_failed "$tag-host" "tcpperf recv: $hl"; return; }
 		if [ -z "$line" ] || tcp_failed "$tag-g" "$line"; then
@@ -935,14 +942,7 @@ run_tcp() {
 	rr)
 		host_tool "$tag-host" rr-server --bind "$HOST_IP" --port "$PORT" --size "$size" \
 			--wait-secs "$((SECS + TIMEOUT))"
-		hpid=$LAST_PID
-		guest_start "$tag-g" "$cfg" 0 tcp_rr "$size"
-		gpid=$LAST_PID
-		[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
-		wait_pid "$gpid"
-		[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
-		host_end "$hpid"
-		line=$(result_line "$tag-g")
+		tcp_guest_against_host "$tag" "$cfg" tcp_rr "$size" "$LAST_PID"
 		[ -n "$line" ] || { row_failed "$tag-g" "no result line from the guest"; return; }
 		! tcp_failed "$tag-g" "$line" || { row_failed "$tag-g" "request/response failed: $line"; return; }
 		R_ELAPSED=$(kv secs "$line") R_TPS=$(kv tps "$line") R_RECV=$(kv trans "$line")
@@ -952,15 +952,7 @@ run_tcp() {
 		# the server ends by itself 2 s after its last connection
 		host_tool "$tag-host" crr-server --bind "$HOST_IP" --port "$PORT" --size "$size" \
 			--wait-secs "$((SECS + TIMEOUT))" --idle-ms 2000
-		hpid=$LAST_PID
-		guest_start "$tag-g" "$cfg" 0 tcp_crr "$size"
-		gpid=$LAST_PID
-		[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
-		wait_pid "$gpid"
-		[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
-		host_end "$hpid"
-		hl=$(cat "$TMP/$tag-host.out")
-		line=$(result_line "$tag-g")
+		tcp_guest_against_host "$tag" "$cfg" tcp_crr "$size" "$LAST_PID"
 		[ -n "$line" ] || { row_failed "$tag-g" "no result line from the guest"; return; }
 		! tcp_failed "$tag-g" "$line" || { row_failed "$tag-g" "connect/request/response failed: $line"; return; }
 		# every connection echoed and closed cleanly (the client first), both ends agreeing
