@@ -175,9 +175,11 @@ static char *status_response(struct vm *vm)
 	for (int i = 0; vm->virtio && i < vm->virtio->nr; i++) {
 		struct virtio_slot *slot = &vm->virtio->slots[i];
 		struct virtio_dev *dev = &slot->dev;
-		pthread_mutex_lock(&dev->lock);
+		virtio_dev_lock(dev);
 		bool needs_reset = dev->broken || (dev->status & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
 		uint64_t kicks = dev->kicks, wakeups = dev->notifications, irqs = dev->interrupts;
+		uint64_t taken = dev->lock_taken, contended = dev->lock_contended;
+		uint64_t wait_ns = dev->lock_wait_ns;
 		pthread_mutex_unlock(&dev->lock);
 		json_begin_object(&w);
 		json_member_string(&w, "label", dev->label);
@@ -187,6 +189,13 @@ static char *status_response(struct vm *vm)
 		json_member_uint(&w, "wakeups", wakeups);
 		json_member_uint(&w, "interrupts", irqs);
 		json_member_bool(&w, "needs_reset", needs_reset);
+		/* the device lock: taken, found held, time waited for it (all threads) */
+		json_key(&w, "lock");
+		json_begin_object(&w);
+		json_member_uint(&w, "taken", taken);
+		json_member_uint(&w, "contended", contended);
+		json_member_uint(&w, "wait_us", wait_ns / 1000);
+		json_end_object(&w);
 		json_end_object(&w);
 	}
 	json_end_array(&w);

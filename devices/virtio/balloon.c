@@ -268,7 +268,7 @@ static void continue_drain(void *opaque)
 {
 	struct virtio_balloon *b = opaque;
 	struct virtio_dev *dev = b->dev;
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	b->pass_pfns = 0;
 	for (int q = 0; q < dev->nr_queues && live(dev); q++)
 		if (dev->vqs[q].desc)
@@ -279,7 +279,7 @@ static void continue_drain(void *opaque)
 void virtio_balloon_request_stats(struct virtio_balloon *b)
 {
 	struct virtio_dev *dev = b->dev;
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	if (b->stats_held && live(dev) && dev->vqs[Q_STATS].desc) {
 		b->stats_held = false;
 		virtqueue_push(&dev->vqs[Q_STATS], b->stats_head, 0);
@@ -420,7 +420,7 @@ int virtio_balloon_set_target(struct virtio_balloon *b, uint64_t pages, char *er
 	if (!changed)
 		return 0;
 	struct virtio_dev *dev = b->dev;
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	dev->config_generation++;
 	bool notify = live(dev);
 	pthread_mutex_unlock(&dev->lock);
@@ -432,7 +432,7 @@ int virtio_balloon_set_target(struct virtio_balloon *b, uint64_t pages, char *er
 void virtio_balloon_save(struct virtio_balloon *b, struct virtio_balloon_state *out, uint8_t *map)
 {
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&b->dev->lock);
+	virtio_dev_lock(b->dev);
 	out->stats_held = b->stats_held;
 	out->stats_head = b->stats_held ? b->stats_head : 0;
 	pthread_mutex_unlock(&b->dev->lock);
@@ -480,7 +480,7 @@ int virtio_balloon_restore(struct virtio_balloon *b, const struct virtio_balloon
 		snprintf(err, errlen, "balloon: target or statistics out of range");
 		return -1;
 	}
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	const char *bad = check_stats_head(b, in);
 	if (!bad) {
 		b->stats_held = in->stats_held;
@@ -517,7 +517,7 @@ void virtio_balloon_resignal(struct virtio_balloon *b)
 	pthread_mutex_lock(&b->lock);
 	bool behind = b->num_pages != b->actual;
 	pthread_mutex_unlock(&b->lock);
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	bool notify = behind && live(dev);
 	pthread_mutex_unlock(&dev->lock);
 	if (notify && dev->transport && dev->transport->signal_config)

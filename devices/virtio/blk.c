@@ -466,7 +466,7 @@ static void on_completion_event(void *opaque, uint32_t events)
 	(void)events;
 	struct virtio_blk *blk = opaque;
 	struct virtio_dev *dev = blk->dev;
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	blk_image_reap(&blk->img, on_done, blk);
 	if (live(blk)) {
 		if (blk->pushed)
@@ -482,7 +482,7 @@ static void on_completion_event(void *opaque, uint32_t events)
 static void continue_drain(void *opaque)
 {
 	struct virtio_blk *blk = opaque;
-	pthread_mutex_lock(&blk->dev->lock);
+	virtio_dev_lock(blk->dev);
 	if (live(blk))
 		process_queue(blk);
 	pthread_mutex_unlock(&blk->dev->lock);
@@ -619,7 +619,7 @@ void virtio_blk_destroy(struct virtio_blk *blk)
 {
 	if (!blk)
 		return;
-	pthread_mutex_lock(&blk->dev->lock);
+	virtio_dev_lock(blk->dev);
 	blk->dropping = true;
 	blk_image_drain(&blk->img, on_done, blk);
 	pthread_mutex_unlock(&blk->dev->lock);
@@ -648,7 +648,7 @@ unsigned virtio_blk_inflight(const struct virtio_blk *blk)
 
 void virtio_blk_quiesce(struct virtio_blk *blk)
 {
-	pthread_mutex_lock(&blk->dev->lock);
+	virtio_dev_lock(blk->dev);
 	blk_image_drain(&blk->img, on_done, blk);
 	notify(blk);
 	pthread_mutex_unlock(&blk->dev->lock);

@@ -204,7 +204,7 @@ static bool tx_pass(struct virtio_net *n)
 {
 	struct virtio_dev *dev = n->dev;
 	bool again = false;
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	if (live(n) && !n->tx_blocked) {
 		struct virtqueue *vq = &dev->vqs[TX_QUEUE];
 		bool more;
@@ -256,7 +256,7 @@ static void tx_kick(struct virtio_net *n)
 static void backend_tx_ready(void *opaque)
 {
 	struct virtio_net *n = opaque;
-	pthread_mutex_lock(&n->dev->lock);
+	virtio_dev_lock(n->dev);
 	n->tx_blocked = false;
 	pthread_mutex_unlock(&n->dev->lock);
 	bottom_half_schedule(n->dev->loop, &n->tx_bh);
@@ -398,7 +398,7 @@ static void rx_process(struct virtio_net *n)
 static void rx_bh_run(void *opaque)
 {
 	struct virtio_net *n = opaque;
-	pthread_mutex_lock(&n->dev->lock);
+	virtio_dev_lock(n->dev);
 	if (live(n))
 		rx_process(n);
 	else
@@ -417,7 +417,7 @@ static void backend_link_down(void *opaque, const char *why)
 	struct virtio_dev *dev = n->dev;
 	log_warn("%s: backend lost: %s; link down, transmitted frames are dropped", dev->label,
 		 why);
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	n->config.status = 0;
 	dev->config_generation++;
 	if (dev->status & VIRTIO_STATUS_DRIVER_OK)
@@ -431,7 +431,7 @@ static void backend_link_down(void *opaque, const char *why)
 static void poll_begin(void *opaque)
 {
 	struct virtio_net *n = opaque;
-	pthread_mutex_lock(&n->dev->lock);
+	virtio_dev_lock(n->dev);
 	n->polling = true;
 	if (live(n))
 		virtqueue_suppress_kicks(&n->dev->vqs[TX_QUEUE]);
@@ -447,7 +447,7 @@ static bool poll_check(void *opaque)
 	struct virtio_net *n = opaque;
 	struct virtio_dev *dev = n->dev;
 	bool tx = false, rx = false;
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	if (live(n)) {
 		tx = !n->tx_blocked && virtqueue_has_work(&dev->vqs[TX_QUEUE]);
 		rx = !n->rx_enabled && virtqueue_avail_idx(&dev->vqs[RX_QUEUE]) != n->rx_stall_idx;
@@ -472,7 +472,7 @@ static bool poll_end(void *opaque)
 	struct virtio_dev *dev = n->dev;
 	struct virtqueue *vq = &dev->vqs[TX_QUEUE];
 	bool work = false;
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	n->polling = false;
 	if (live(n) && !n->tx_blocked && virtqueue_set_notification(vq, true)) {
 		virtqueue_set_notification(vq, false);
@@ -678,7 +678,7 @@ void virtio_net_stats(const struct virtio_net *n, struct virtio_net_stats *out)
 void virtio_net_quiesce(struct virtio_net *n)
 {
 	struct virtio_dev *dev = n->dev;
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	if (n->rx_pending && live(n) && rx_deliver(n))
 		virtio_dev_notify_used(dev, RX_QUEUE);
 	if (n->rx_pending) {
@@ -690,7 +690,7 @@ void virtio_net_quiesce(struct virtio_net *n)
 
 void virtio_net_save(struct virtio_net *n, struct virtio_net_state *out)
 {
-	pthread_mutex_lock(&n->dev->lock);
+	virtio_dev_lock(n->dev);
 	*out = (struct virtio_net_state){.status = n->config.status,
 					 .tx_packets = n->tx_packets,
 					 .tx_bytes = n->tx_bytes,
@@ -714,7 +714,7 @@ int virtio_net_restore(struct virtio_net *n, const struct virtio_net_state *in, 
 		return -1;
 	}
 	struct virtio_dev *dev = n->dev;
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	memcpy(n->config.mac, in->mac, 6);
 	n->tx_packets = in->tx_packets;
 	n->tx_bytes = in->tx_bytes;
@@ -735,7 +735,7 @@ int virtio_net_restore(struct virtio_net *n, const struct virtio_net_state *in, 
 void virtio_net_resignal(struct virtio_net *n)
 {
 	struct virtio_dev *dev = n->dev;
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	bool notify = n->link_changed && live(n);
 	n->link_changed = false;
 	pthread_mutex_unlock(&dev->lock);

@@ -169,7 +169,7 @@ static void common_read(struct virtio_pci *vp, uint64_t off, uint8_t *data, uint
 {
 	struct virtio_dev *dev = vp->dev;
 	uint8_t c[VIRTIO_PCI_COMMON_CFG_SIZE] = {0};
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	pthread_mutex_lock(&vp->lock);
 	put_le(c + VIRTIO_PCI_COMMON_DFSELECT, 4, vp->dfselect);
 	put_le(c + VIRTIO_PCI_COMMON_DF, 4, virtio_dev_get_device_features(dev, vp->dfselect));

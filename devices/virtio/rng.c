@@ -100,7 +100,7 @@ static void continue_drain(void *opaque)
 {
 	struct virtio_rng *rng = opaque;
 	struct virtio_dev *dev = rng->dev;
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	if (virtio_dev_live(dev) && dev->vqs[0].desc)
 		process_queue(rng);
 	pthread_mutex_unlock(&dev->lock);

@@ -1,9 +1,11 @@
 #include "virtio.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vmm/base/log.h"
@@ -36,9 +38,27 @@ uint32_t virtio_dev_get_device_features(const struct virtio_dev *dev, uint32_t s
 	return (uint32_t)(dev->device_features >> (32 * sel));
 }
 
+void virtio_dev_lock(struct virtio_dev *dev)
+{
+	if (pthread_mutex_trylock(&dev->lock) == 0) {
+		dev->lock_taken++;
+		return;
+	}
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	atomic_fetch_add(&dev->lock_waiters, 1);
+	pthread_mutex_lock(&dev->lock);
+	atomic_fetch_sub(&dev->lock_waiters, 1);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	dev->lock_taken++;
+	dev->lock_contended++;
+	dev->lock_wait_ns +=
+	    (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec));
+}
+
 void virtio_dev_set_driver_features(struct virtio_dev *dev, uint32_t sel, uint32_t value)
 {
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	/* Features are fixed once FEATURES_OK is set (virtio 1.2, 3.1.1). */
 	if (sel <= 1 && !(dev->status & VIRTIO_STATUS_FEATURES_OK)) {
 		uint64_t mask = 0xffffffffULL << (32 * sel);
@@ -136,7 +156,7 @@ static bool features_acceptable(const struct virtio_dev *dev)
 
 void virtio_dev_set_status(struct virtio_dev *dev, uint8_t status)
 {
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	if (status == 0) {
 		reset_locked(dev);
 		pthread_mutex_unlock(&dev->lock);
@@ -181,7 +201,7 @@ void virtio_dev_set_status(struct virtio_dev *dev, uint8_t status)
 static void serve_early_buffers(void *opaque)
 {
 	struct virtio_dev *dev = opaque;
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	for (int q = 0; q < dev->nr_queues; q++)
 		if (virtio_dev_live(dev) && dev->vqs[q].desc && dev->ops->queue_notify &&
 		    virtqueue_has_work(&dev->vqs[q]))
@@ -191,7 +211,7 @@ static void serve_early_buffers(void *opaque)
 
 void virtio_dev_set_queue_size(struct virtio_dev *dev, int q, uint32_t size)
 {
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	struct virtqueue *vq = &dev->vqs[q];
 	if (vq->ready) {
 		/* Frozen while live: the rings were validated for the current size. */
@@ -209,7 +229,7 @@ void virtio_dev_set_queue_size(struct virtio_dev *dev, int q, uint32_t size)
 void virtio_dev_set_queue_addr(struct virtio_dev *dev, int q, enum virtio_ring_part part,
 			       unsigned shift, unsigned width, uint64_t value)
 {
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	struct virtqueue *vq = &dev->vqs[q];
 	uint64_t *addr = part == VIRTIO_RING_DESC     ? &vq->desc_gpa
 			 : part == VIRTIO_RING_DRIVER ? &vq->avail_gpa
@@ -222,7 +242,7 @@ void virtio_dev_set_queue_addr(struct virtio_dev *dev, int q, enum virtio_ring_p
 
 void virtio_dev_queue_ready(struct virtio_dev *dev, int q, bool ready)
 {
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	struct virtqueue *vq = &dev->vqs[q];
 	if (!ready) {
 		/* Before DRIVER_OK a queue may be torn down and set up again; after, the device
@@ -242,7 +262,7 @@ void virtio_dev_queue_ready(struct virtio_dev *dev, int q, bool ready)
 
 void virtio_dev_set_dma_enabled(struct virtio_dev *dev, bool enabled)
 {
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	bool was = dev->dma_enabled;
 	dev->dma_enabled = enabled;
 	/* Kicks were ignored while bus mastering was off: look at every queue once. */
@@ -255,7 +275,7 @@ void virtio_dev_queue_notify(struct virtio_dev *dev, int q)
 {
 	if (q < 0 || q >= dev->nr_queues)
 		return; /* a kick for a queue that does not exist: ignore it */
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	dev->notifications++;
 	if (virtio_dev_live(dev) && dev->vqs[q].desc && dev->ops->queue_notify)
 		dev->ops->queue_notify(dev, q);
@@ -327,7 +347,7 @@ void virtio_kick_close(struct virtio_kick *k, struct event_loop *loop)
 void virtio_dev_save(struct virtio_dev *dev, struct virtio_dev_state *out)
 {
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	out->driver_features = dev->driver_features;
 	out->config_generation = dev->config_generation;
 	out->status = dev->status;
@@ -351,7 +371,7 @@ void virtio_dev_save(struct virtio_dev *dev, struct virtio_dev_state *out)
 
 void virtio_dev_restore_rings(struct virtio_dev *dev, const struct virtio_dev_state *in)
 {
-	pthread_mutex_lock(&dev->lock);
+	virtio_dev_lock(dev);
 	dev->config_generation = in->config_generation;
 	for (int q = 0; q < dev->nr_queues; q++) {
 		struct virtqueue *vq = &dev->vqs[q];

@@ -127,11 +127,19 @@ struct virtio_dev {
 	/* Counters for status and benchmarks: guest kicks (eventfd counts, so kicks that arrive
 	 * together are all counted), I/O-thread wake-ups they caused, interrupts sent. */
 	uint64_t kicks, notifications, interrupts;
+	/* How contended lock is (status "lock"): acquisitions through virtio_dev_lock, those that
+	 * found it held and the time they waited (counted under the lock; an uncontended one costs
+	 * what pthread_mutex_lock does, no clock is read), and the threads waiting now. */
+	uint64_t lock_taken, lock_contended, lock_wait_ns;
+	_Atomic int lock_waiters;
 	/* Protocol-violation warnings: a driver looping break/reset must not flood the log. */
 	struct log_ratelimit broken_log;
 	/* At DRIVER_OK: serve buffers made available (and kicked) before it. */
 	struct bottom_half driver_ok_bh;
 };
+
+/* Take dev->lock, counting its contention (lock_taken, lock_contended, lock_wait_ns). */
+void virtio_dev_lock(struct virtio_dev *dev);
 
 void virtio_dev_init(struct virtio_dev *dev, const struct virtio_device_ops *ops,
 		     const struct virtio_dev_params *params, void *priv, struct guest_mem *mem,

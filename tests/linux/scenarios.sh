@@ -191,9 +191,15 @@ net_scenario() {
 	httpd -p 10.0.2.1:8080 -h $W/www
 	local netargs="" o
 	for o in "$@"; do netargs="$netargs --net $o"; done
-	l2_start $name 300 --memory 512M $netargs -- l2.nics=$nics l2.mib=$mib
+	l2_start $name 300 --memory 512M $netargs --api-sock $W/api.sock -- l2.nics=$nics l2.mib=$mib
 	wait_out $name 'L2: WAITING' 240
 	wget -q -O $W/got http://10.0.2.15:8080/data || fail "$name: wget from the guest"
+	# The device lock's contention after both transfers (a count: what the vCPU threads'
+	# register accesses and the I/O thread's data path cost each other in waits).
+	minivmm ctl --sock $W/api.sock status >$W/$name.status 2>&1
+	grep -q '"label":"virtio-net0",.*"lock":{"taken":[1-9][0-9]*,"contended":[0-9]*,"wait_us":[0-9]*}' $W/$name.status ||
+		fail "$name: no device lock counts in the status: $(cat $W/$name.status)"
+	echo "$name device locks: $(grep -o '"label":"virtio-net[0-9]*"\|"lock":{[^}]*}' $W/$name.status | tr '\n' ' ')"
 	local got=$(sha256sum <$W/got | cut -d' ' -f1) got_bytes=$(wc -c <$W/got)
 	finish $name
 	killall httpd
