@@ -496,12 +496,16 @@ Test(seccomp, no_thread_may_create_a_file_or_directory)
 
 static int snap_sock[2] = {-1, -1};
 static char snap_dir[64];
+static struct guest_mem snap_mem;
 
-/* Before the filters: a connected pair, and the client's files passed over it (as ctl does). */
+/* Before the filters: guest RAM as minivmm maps it (its pagemap descriptor opened with it), a
+ * connected pair, and the client's files passed over it (as ctl does). */
 static void pass_snapshot_files(void)
 {
 	int fds[SNAPSHOT_NR_FILES];
 	char err[256];
+	if (guest_mem_init(&snap_mem, 16 << 20, false) || snap_mem.pagemap_fd < 0)
+		_exit(22);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, snap_sock) ||
 	    snapshot_create_files(snap_dir, fds, err, sizeof(err)))
 		_exit(20);
@@ -519,15 +523,46 @@ static void write_passed_snapshot(void)
 	if (recv_with_fds(snap_sock[0], &c, 1, 0, fds, SNAPSHOT_NR_FILES, &nfds) != 1 ||
 	    nfds != SNAPSHOT_NR_FILES)
 		_exit(10);
-	static uint8_t ram[16 << 20];
-	memset(ram, 0x5a, 4096);
-	struct guest_mem mem;
-	guest_mem_init_with(&mem, ram, sizeof(ram));
+	/* One page written, the rest never touched: found by reading the pagemap (pread64). */
+	memset(snap_mem.mapping, 0x5a, 4096);
 	static struct snapshot_state st;
-	st.config = (struct snapshot_config){.memory_bytes = sizeof(ram), .nr_cpus = 1};
+	st.config = (struct snapshot_config){.memory_bytes = snap_mem.ram_size, .nr_cpus = 1};
 	char err[256];
-	if (snapshot_write_files(fds, &st, &mem, err, sizeof(err)))
+	if (snapshot_write_files(fds, &st, &snap_mem, err, sizeof(err)))
 		_exit(11);
+}
+
+static int pagemap_fd = -1;
+
+static void open_pagemap(void)
+{
+	pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (pagemap_fd < 0)
+		_exit(20);
+}
+
+static void read_pagemap(void)
+{
+	uint64_t e;
+	pread(pagemap_fd, &e, sizeof(e), 0);
+	_exit(9);
+}
+
+/* The pagemap read the snapshot adds (mem_holes.c) is the I/O thread's with a control socket
+ * only: not a vCPU's, not an I/O thread's without the socket, not the main thread's. */
+Test(seccomp, pagemap_reads_only_for_the_io_threads_snapshots)
+{
+	skip_under_sanitizers();
+	char out[512];
+	prepare = open_pagemap;
+	policy.needs = (struct seccomp_needs){.control_socket = true};
+	role = SECCOMP_VCPU;
+	expect_refused(read_pagemap, (int)SYS_pread64, out, sizeof(out));
+	role = SECCOMP_MAIN;
+	expect_refused(read_pagemap, (int)SYS_pread64, out, sizeof(out));
+	policy.needs = (struct seccomp_needs){.tap = true};
+	role = SECCOMP_IO;
+	expect_refused(read_pagemap, (int)SYS_pread64, out, sizeof(out));
 }
 
 /* The counterpart: what the control socket's snapshot needs, the I/O thread may do. */
