@@ -9,7 +9,7 @@
  * and a congestion window (slow start, congestion avoidance, NewReno fast retransmit and
  * recovery on three duplicate ACKs), zero-window probes on a persist timer, retransmission on
  * an RTO from RFC 6298 estimates with Karn's rule and exponential backoff; FIN and RST both
- * ways, a short TIME_WAIT; a small table of connections and listening ports.
+ * ways, TIME_WAIT of 60 s; a small table of connections and listening ports.
  * TIME_WAIT outlives the connection's slot: a connection released by its program (or closed
  * after its release) that reaches TIME_WAIT leaves only its addresses, ports and sequence
  * numbers in a table of TCP_TW_MAX entries, and the slot is free for the next connection, so
@@ -49,9 +49,9 @@
 #define TCP_RTO_INIT_US	   1000000
 #define TCP_RTO_MIN_US	   200000
 #define TCP_RTO_MAX_US	   60000000
-#define TCP_MAX_RETRIES	   10 /* RTO expiries in a row before the connection is dropped */
-#define TCP_TIME_WAIT_US   500000
-#define TCP_TW_MAX	   1024 /* released connections remembered in TIME_WAIT */
+#define TCP_MAX_RETRIES	   10	    /* RTO expiries in a row before the connection is dropped */
+#define TCP_TIME_WAIT_US   60000000 /* 2 MSL as Linux takes it: outlasts a peer's backed-off FIN */
+#define TCP_TW_MAX	   1024	    /* released connections remembered in TIME_WAIT */
 #define TCP_PERSIST_MAX_US 5000000
 
 #define SEQ_LT(a, b)  ((int32_t)((uint32_t)(a) - (uint32_t)(b)) < 0)

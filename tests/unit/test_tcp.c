@@ -1169,8 +1169,9 @@ static void lossy_run(uint64_t seed, unsigned drop, uint64_t bytes)
 	tcp_close(&A, a);
 	tcp_close(&B, b);
 	uint8_t x[16];
-	for (int i = 0;
-	     i < 600 && (tcp_state(&A, a) != TCP_CLOSED || tcp_state(&B, b) != TCP_CLOSED); i++)
+	for (int i = 0; i < 600 + TCP_TIME_WAIT_US / 100000 &&
+			(tcp_state(&A, a) != TCP_CLOSED || tcp_state(&B, b) != TCP_CLOSED);
+	     i++)
 		run_for(100000);
 	cr_assert_eq(tcp_state(&A, a), TCP_CLOSED);
 	cr_assert_eq(tcp_state(&B, b), TCP_CLOSED);
@@ -1423,6 +1424,25 @@ Test(tcp, time_wait_outlives_the_slot_and_acks_a_resent_fin)
 			acked = true;
 	cr_assert(acked, "an ACK from the TIME_WAIT entry");
 	cr_assert_eq(tcp_state(&A, a2), TCP_ESTABLISHED, "the new connection is untouched");
+}
+
+/* TIME_WAIT must outlast the peer's retransmissions of its FIN (RFC 9293: 2 MSL): after a link
+ * outage of a few seconds, in which B's backed-off FINs are all lost, the FIN that finally
+ * arrives is still acknowledged, not reset, and B's close ends cleanly. */
+Test(tcp, time_wait_outlasts_a_peers_backed_off_fin)
+{
+	int b;
+	uint16_t port;
+	int a = a_in_time_wait(&b, &port);
+	tcp_release(&A, a);
+	filter = drop_all;
+	run_for(3000000); /* B resends its FIN at 0.2, 0.6, 1.4 s ...: every one lost */
+	cr_assert_eq(tcp_state(&B, b), TCP_LAST_ACK);
+	filter = 0;
+	run_for(TCP_RTO_MAX_US);
+	cr_assert_eq(tcp_state(&B, b), TCP_CLOSED);
+	cr_assert_eq(B.conns[b].err, TCP_OK, "B's FIN acknowledged, not reset");
+	cr_assert_eq(A.resets_sent, 0);
 }
 
 Test(tcp, time_wait_port_not_chosen_again_until_it_expires)
