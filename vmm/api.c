@@ -179,8 +179,9 @@ static char *status_response(struct vm *vm)
 		bool needs_reset = dev->broken || (dev->status & VIRTIO_STATUS_DEVICE_NEEDS_RESET);
 		uint64_t kicks = dev->kicks, wakeups = dev->notifications, irqs = dev->interrupts;
 		uint64_t taken = dev->lock_taken, contended = dev->lock_contended;
-		uint64_t wait_ns = dev->lock_wait_ns;
-		pthread_mutex_unlock(&dev->lock);
+		uint64_t wait_ns = dev->lock_wait_ns, held = dev->lock_hold_samples;
+		uint64_t hold_ns = dev->lock_hold_ns, hold_max_ns = dev->lock_hold_max_ns;
+		virtio_dev_unlock(dev);
 		json_begin_object(&w);
 		json_member_string(&w, "label", dev->label);
 		json_member_string(&w, "transport",
@@ -195,6 +196,10 @@ static char *status_response(struct vm *vm)
 		json_member_uint(&w, "taken", taken);
 		json_member_uint(&w, "contended", contended);
 		json_member_uint(&w, "wait_us", wait_ns / 1000);
+		/* hold times of every VIRTIO_LOCK_HOLD_SAMPLE-th take */
+		json_member_uint(&w, "hold_samples", held);
+		json_member_uint(&w, "hold_avg_ns", held ? hold_ns / held : 0);
+		json_member_uint(&w, "hold_max_ns", hold_max_ns);
 		json_end_object(&w);
 		json_end_object(&w);
 	}

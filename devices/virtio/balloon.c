@@ -273,7 +273,7 @@ static void continue_drain(void *opaque)
 	for (int q = 0; q < dev->nr_queues && live(dev); q++)
 		if (dev->vqs[q].desc)
 			process(b, q);
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 void virtio_balloon_request_stats(struct virtio_balloon *b)
@@ -285,7 +285,7 @@ void virtio_balloon_request_stats(struct virtio_balloon *b)
 		virtqueue_push(&dev->vqs[Q_STATS], b->stats_head, 0);
 		virtio_dev_notify_used(dev, Q_STATS);
 	}
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 static void stats_tick(void *opaque)
@@ -423,7 +423,7 @@ int virtio_balloon_set_target(struct virtio_balloon *b, uint64_t pages, char *er
 	virtio_dev_lock(dev);
 	dev->config_generation++;
 	bool notify = live(dev);
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 	if (notify && dev->transport && dev->transport->signal_config)
 		dev->transport->signal_config(dev);
 	return 0;
@@ -435,7 +435,7 @@ void virtio_balloon_save(struct virtio_balloon *b, struct virtio_balloon_state *
 	virtio_dev_lock(b->dev);
 	out->stats_held = b->stats_held;
 	out->stats_head = b->stats_held ? b->stats_head : 0;
-	pthread_mutex_unlock(&b->dev->lock);
+	virtio_dev_unlock(b->dev);
 	pthread_mutex_lock(&b->lock);
 	out->num_pages = b->num_pages;
 	out->actual = b->actual;
@@ -486,7 +486,7 @@ int virtio_balloon_restore(struct virtio_balloon *b, const struct virtio_balloon
 		b->stats_held = in->stats_held;
 		b->stats_head = in->stats_head;
 	}
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 	if (bad) {
 		snprintf(err, errlen, "%s", bad);
 		return -1;
@@ -519,7 +519,7 @@ void virtio_balloon_resignal(struct virtio_balloon *b)
 	pthread_mutex_unlock(&b->lock);
 	virtio_dev_lock(dev);
 	bool notify = behind && live(dev);
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 	if (notify && dev->transport && dev->transport->signal_config)
 		dev->transport->signal_config(dev);
 }

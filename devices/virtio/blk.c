@@ -476,7 +476,7 @@ static void on_completion_event(void *opaque, uint32_t events)
 		process_queue(blk);
 	}
 	blk->pushed = false;
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 static void continue_drain(void *opaque)
@@ -485,7 +485,7 @@ static void continue_drain(void *opaque)
 	virtio_dev_lock(blk->dev);
 	if (live(blk))
 		process_queue(blk);
-	pthread_mutex_unlock(&blk->dev->lock);
+	virtio_dev_unlock(blk->dev);
 }
 
 static void queue_notify(struct virtio_dev *dev, int q)
@@ -622,7 +622,7 @@ void virtio_blk_destroy(struct virtio_blk *blk)
 	virtio_dev_lock(blk->dev);
 	blk->dropping = true;
 	blk_image_drain(&blk->img, on_done, blk);
-	pthread_mutex_unlock(&blk->dev->lock);
+	virtio_dev_unlock(blk->dev);
 	if (blk->src_added)
 		event_loop_del_fd(blk->loop, &blk->src);
 	blk_image_close(&blk->img);
@@ -651,5 +651,5 @@ void virtio_blk_quiesce(struct virtio_blk *blk)
 	virtio_dev_lock(blk->dev);
 	blk_image_drain(&blk->img, on_done, blk);
 	notify(blk);
-	pthread_mutex_unlock(&blk->dev->lock);
+	virtio_dev_unlock(blk->dev);
 }

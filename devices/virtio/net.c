@@ -219,7 +219,7 @@ static bool tx_pass(struct virtio_net *n)
 			again = true;
 		}
 	}
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 	return again;
 }
 
@@ -258,7 +258,7 @@ static void backend_tx_ready(void *opaque)
 	struct virtio_net *n = opaque;
 	virtio_dev_lock(n->dev);
 	n->tx_blocked = false;
-	pthread_mutex_unlock(&n->dev->lock);
+	virtio_dev_unlock(n->dev);
 	bottom_half_schedule(n->dev->loop, &n->tx_bh);
 }
 
@@ -403,7 +403,7 @@ static void rx_bh_run(void *opaque)
 		rx_process(n);
 	else
 		set_rx_enabled(n, false); /* the backend would report the frame forever: stop */
-	pthread_mutex_unlock(&n->dev->lock);
+	virtio_dev_unlock(n->dev);
 }
 
 static void backend_rx_ready(void *opaque)
@@ -422,7 +422,7 @@ static void backend_link_down(void *opaque, const char *why)
 	dev->config_generation++;
 	if (dev->status & VIRTIO_STATUS_DRIVER_OK)
 		dev->transport->signal_config(dev);
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 /* ---- adaptive polling (poll-us; the policy is vmm/base/adaptive_poll.h) ---- */
@@ -435,7 +435,7 @@ static void poll_begin(void *opaque)
 	n->polling = true;
 	if (live(n))
 		virtqueue_suppress_kicks(&n->dev->vqs[TX_QUEUE]);
-	pthread_mutex_unlock(&n->dev->lock);
+	virtio_dev_unlock(n->dev);
 }
 
 /* One look, no system call: transmit frames (unless the backend is full: they wait for
@@ -456,7 +456,7 @@ static bool poll_check(void *opaque)
 		if (rx) /* counted once: rx_process moves it on if it stalls again */
 			n->rx_stall_idx = virtqueue_avail_idx(&dev->vqs[RX_QUEUE]);
 	}
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 	if (tx)
 		bottom_half_schedule(n->loop, &n->tx_bh);
 	if (rx)
@@ -478,7 +478,7 @@ static bool poll_end(void *opaque)
 		virtqueue_set_notification(vq, false);
 		work = true;
 	}
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 	if (work)
 		bottom_half_schedule(n->loop, &n->tx_bh);
 	return work;
@@ -685,7 +685,7 @@ void virtio_net_quiesce(struct virtio_net *n)
 		n->rx_dropped++;
 		n->rx_pending = 0;
 	}
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 void virtio_net_save(struct virtio_net *n, struct virtio_net_state *out)
@@ -699,7 +699,7 @@ void virtio_net_save(struct virtio_net *n, struct virtio_net_state *out)
 					 .rx_bytes = n->rx_bytes,
 					 .rx_dropped = n->rx_dropped};
 	memcpy(out->mac, n->config.mac, 6);
-	pthread_mutex_unlock(&n->dev->lock);
+	virtio_dev_unlock(n->dev);
 }
 
 int virtio_net_restore(struct virtio_net *n, const struct virtio_net_state *in, char *err,
@@ -725,7 +725,7 @@ int virtio_net_restore(struct virtio_net *n, const struct virtio_net_state *in, 
 	n->link_changed = in->status != n->config.status;
 	if (n->link_changed)
 		dev->config_generation++;
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 	/* Saved between a kick and its transmit pass, the driver was told not to kick (and the
 	 * ring may be empty, so nothing else runs a pass): one pass turns kicks back on. */
 	bottom_half_schedule(n->loop, &n->tx_bh);
@@ -738,7 +738,7 @@ void virtio_net_resignal(struct virtio_net *n)
 	virtio_dev_lock(dev);
 	bool notify = n->link_changed && live(n);
 	n->link_changed = false;
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 	if (notify && dev->transport && dev->transport->signal_config)
 		dev->transport->signal_config(dev);
 }

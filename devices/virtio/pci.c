@@ -195,7 +195,7 @@ static void common_read(struct virtio_pci *vp, uint64_t off, uint8_t *data, uint
 		put_le(c + VIRTIO_PCI_COMMON_Q_MSIX, 2, VIRTIO_PCI_NO_VECTOR);
 	}
 	pthread_mutex_unlock(&vp->lock);
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 	memset(data, 0, len);
 	if (off < sizeof(c))
 		memcpy(data, c + off, len < sizeof(c) - off ? len : sizeof(c) - off);

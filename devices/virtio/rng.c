@@ -103,7 +103,7 @@ static void continue_drain(void *opaque)
 	virtio_dev_lock(dev);
 	if (virtio_dev_live(dev) && dev->vqs[0].desc)
 		process_queue(rng);
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 static const struct virtio_device_ops rng_ops = {

@@ -38,22 +38,46 @@ uint32_t virtio_dev_get_device_features(const struct virtio_dev *dev, uint32_t s
 	return (uint32_t)(dev->device_features >> (32 * sel));
 }
 
+static uint64_t monotonic_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Under the lock: count the take, and start a hold sample on every VIRTIO_LOCK_HOLD_SAMPLE-th. */
+static void lock_taken(struct virtio_dev *dev)
+{
+	if (dev->lock_taken++ % VIRTIO_LOCK_HOLD_SAMPLE == 0)
+		dev->lock_hold_start_ns = monotonic_ns();
+}
+
 void virtio_dev_lock(struct virtio_dev *dev)
 {
 	if (pthread_mutex_trylock(&dev->lock) == 0) {
-		dev->lock_taken++;
+		lock_taken(dev);
 		return;
 	}
-	struct timespec a, b;
-	clock_gettime(CLOCK_MONOTONIC, &a);
+	uint64_t a = monotonic_ns();
 	atomic_fetch_add(&dev->lock_waiters, 1);
 	pthread_mutex_lock(&dev->lock);
 	atomic_fetch_sub(&dev->lock_waiters, 1);
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	dev->lock_taken++;
 	dev->lock_contended++;
-	dev->lock_wait_ns +=
-	    (uint64_t)((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec));
+	dev->lock_wait_ns += monotonic_ns() - a;
+	lock_taken(dev);
+}
+
+void virtio_dev_unlock(struct virtio_dev *dev)
+{
+	if (dev->lock_hold_start_ns) {
+		uint64_t held = monotonic_ns() - dev->lock_hold_start_ns;
+		dev->lock_hold_start_ns = 0;
+		dev->lock_hold_samples++;
+		dev->lock_hold_ns += held;
+		if (held > dev->lock_hold_max_ns)
+			dev->lock_hold_max_ns = held;
+	}
+	pthread_mutex_unlock(&dev->lock);
 }
 
 void virtio_dev_set_driver_features(struct virtio_dev *dev, uint32_t sel, uint32_t value)
@@ -65,7 +89,7 @@ void virtio_dev_set_driver_features(struct virtio_dev *dev, uint32_t sel, uint32
 		dev->driver_features =
 		    (dev->driver_features & ~mask) | ((uint64_t)value << (32 * sel));
 	}
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 bool virtio_dev_has_feature(const struct virtio_dev *dev, unsigned bit)
@@ -159,7 +183,7 @@ void virtio_dev_set_status(struct virtio_dev *dev, uint8_t status)
 	virtio_dev_lock(dev);
 	if (status == 0) {
 		reset_locked(dev);
-		pthread_mutex_unlock(&dev->lock);
+		virtio_dev_unlock(dev);
 		return;
 	}
 	uint8_t old = dev->status;
@@ -192,7 +216,7 @@ void virtio_dev_set_status(struct virtio_dev *dev, uint8_t status)
 		if (ok && !dev->broken && dev->loop)
 			bottom_half_schedule(dev->loop, &dev->driver_ok_bh);
 	}
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 /* Kicks before DRIVER_OK are ignored, but drivers do make buffers available then: Linux's
@@ -206,7 +230,7 @@ static void serve_early_buffers(void *opaque)
 		if (virtio_dev_live(dev) && dev->vqs[q].desc && dev->ops->queue_notify &&
 		    virtqueue_has_work(&dev->vqs[q]))
 			dev->ops->queue_notify(dev, q);
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 void virtio_dev_set_queue_size(struct virtio_dev *dev, int q, uint32_t size)
@@ -223,7 +247,7 @@ void virtio_dev_set_queue_size(struct virtio_dev *dev, int q, uint32_t size)
 	} else {
 		vq->size = (uint16_t)size;
 	}
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 void virtio_dev_set_queue_addr(struct virtio_dev *dev, int q, enum virtio_ring_part part,
@@ -237,7 +261,7 @@ void virtio_dev_set_queue_addr(struct virtio_dev *dev, int q, enum virtio_ring_p
 	uint64_t mask = width >= 64 ? ~0ULL : ((1ULL << width) - 1) << shift;
 	if (!vq->ready && shift < 64)
 		*addr = (*addr & ~mask) | ((value << shift) & mask);
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 void virtio_dev_queue_ready(struct virtio_dev *dev, int q, bool ready)
@@ -257,7 +281,7 @@ void virtio_dev_queue_ready(struct virtio_dev *dev, int q, bool ready)
 		if (dev->status & VIRTIO_STATUS_DRIVER_OK && !dev->broken)
 			enable_queue(dev, q);
 	}
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 void virtio_dev_set_dma_enabled(struct virtio_dev *dev, bool enabled)
@@ -268,7 +292,7 @@ void virtio_dev_set_dma_enabled(struct virtio_dev *dev, bool enabled)
 	/* Kicks were ignored while bus mastering was off: look at every queue once. */
 	if (enabled && !was && virtio_dev_live(dev) && dev->loop)
 		bottom_half_schedule(dev->loop, &dev->driver_ok_bh);
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 void virtio_dev_queue_notify(struct virtio_dev *dev, int q)
@@ -279,7 +303,7 @@ void virtio_dev_queue_notify(struct virtio_dev *dev, int q)
 	dev->notifications++;
 	if (virtio_dev_live(dev) && dev->vqs[q].desc && dev->ops->queue_notify)
 		dev->ops->queue_notify(dev, q);
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 void virtio_dev_notify_used(struct virtio_dev *dev, int q)
@@ -366,7 +390,7 @@ void virtio_dev_save(struct virtio_dev *dev, struct virtio_dev_state *out)
 						.signalled_used_valid = vq->signalled_used_valid,
 						.notifications_off = vq->notifications_off};
 	}
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }
 
 void virtio_dev_restore_rings(struct virtio_dev *dev, const struct virtio_dev_state *in)
@@ -385,5 +409,5 @@ void virtio_dev_restore_rings(struct virtio_dev *dev, const struct virtio_dev_st
 	}
 	if (in->broken && !dev->broken)
 		mark_broken_locked(dev, "it needed a reset when the snapshot was taken");
-	pthread_mutex_unlock(&dev->lock);
+	virtio_dev_unlock(dev);
 }

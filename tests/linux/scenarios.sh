@@ -197,7 +197,7 @@ net_scenario() {
 	# The device lock's contention after both transfers (a count: what the vCPU threads'
 	# register accesses and the I/O thread's data path cost each other in waits).
 	minivmm ctl --sock $W/api.sock status >$W/$name.status 2>&1
-	grep -q '"label":"virtio-net0",.*"lock":{"taken":[1-9][0-9]*,"contended":[0-9]*,"wait_us":[0-9]*}' $W/$name.status ||
+	grep -q '"label":"virtio-net0",.*"lock":{"taken":[1-9][0-9]*,"contended":[0-9]*,"wait_us":[0-9]*,"hold_samples":[1-9][0-9]*,"hold_avg_ns":[1-9][0-9]*,"hold_max_ns":[1-9][0-9]*}' $W/$name.status ||
 		fail "$name: no device lock counts in the status: $(cat $W/$name.status)"
 	echo "$name device locks: $(grep -o '"label":"virtio-net[0-9]*"\|"lock":{[^}]*}' $W/$name.status | tr '\n' ' ')"
 	local got=$(sha256sum <$W/got | cut -d' ' -f1) got_bytes=$(wc -c <$W/got)
