@@ -147,6 +147,8 @@ GNUPLOT=${GNUPLOT:-gnuplot}
 
 # shellcheck source=examples/lib/bench-common.sh
 source "$(dirname "$0")/lib/bench-common.sh"
+# shellcheck source=examples/lib/netbench-verdicts.sh
+source "$(dirname "$0")/lib/netbench-verdicts.sh"
 config_arg() {
 	bench_value "$@"
 	CONFIGS=("$2")
@@ -395,9 +397,6 @@ host_tool() {
 		sleep 0.01
 	done
 }
-
-# kv KEY LINE: the value of KEY=value in LINE
-kv() { sed -n "s/.*[ :]$1=\([^ ]*\).*/\1/p" <<<"$2"; }
 
 # qemu_offloads on|off: QEMU virtio-net properties for the offloads --offload sets on minivmm
 # (off: every segmentation bit too, as QEMU would otherwise keep the ones csum=off leaves).
@@ -827,14 +826,6 @@ host_end() {
 	wait_pid "$1"
 }
 
-# tcp_failed NAME LINE: the guest (NAME's console) or its stand-in (result LINE) failed a check.
-tcp_failed() {
-	local bad
-	bad=$(kv bad "$2")
-	grep -q '^probe: FAIL' "$TMP/$1.out" 2>/dev/null || [ "$(kv ok "$2")" = 0 ] ||
-		[ "${bad:-0}" != 0 ]
-}
-
 # mss_of NAME LINE: the MSS the guest sent with (its console), or the stand-in's (LINE).
 mss_of() {
 	local m
@@ -846,12 +837,7 @@ mss_of() {
 # tcp_write_check NAME LINE SIZE: the sender (the probe's result LINE or tcpperf send's) wrote
 # in writes of SIZE bytes: it says write=SIZE and made at least one call per write.
 tcp_write_check() {
-	local w n
-	w=$(kv write "$2") n=$(kv sends "$2")
-	if [ "$w" != "$3" ] || [ "${n:-0}" -lt $((((MIB << 20) + $3 - 1) / $3)) ]; then
-		row_failed "$1" "the sender did not write $3 bytes at a time (write=$w sends=$n)"
-		return 1
-	fi
+	tcp_writes_verdict "$2" "$3" "$MIB" || { row_failed "$1" "$VERDICT"; return 1; }
 }
 
 # offload_of NAME: R_OFFL, the offloads the probe negotiated (its "probe: net" line), if any.
@@ -876,6 +862,14 @@ tcp_guest_against_host() {
 	line=$(result_line "$1-g")
 }
 
+# tcp_row_valid TAG LINE HL: tcp_verdict for this --dir from the guest's result LINE (g2g:
+# guest A's, HL guest B's) and the host tool's HL; a row that is not valid is marked failed.
+tcp_row_valid() {
+	local con=$TMP/$1-g.out peer=
+	[ "$DIR" != g2g ] || con=$TMP/$1-a.out peer=$TMP/$1-b.out
+	tcp_verdict "$DIR" "$con" "$2" "$3" "$peer" || { row_failed "$1-$VERDICT_END" "$VERDICT"; return 1; }
+}
+
 # run_tcp TAG CFG SIZE: one --proto tcp measurement (see run_one).
 run_tcp() {
 	local tag=$1 cfg=$2 size=$3 gpid hl line
@@ -886,12 +880,7 @@ run_tcp() {
 		host_tool "$tag-host" recv --bind "$HOST_IP" --port "$PORT" --mib "$MIB" \
 			--wait-secs "$((SECS + TIMEOUT))"
 		tcp_guest_against_host "$tag" "$cfg" tcp_stream "$size" "$LAST_PID"
-		[ -n "$hl" ] || { row_failed "$tag-host" "no result from tcpperf recv"; return; }
-		[ "$(kv ok "$hl")" = 1 ] || { row_failed "$tag-host" "tcpperf recv: $hl"; return; }
-		if [ -z "$line" ] || tcp_failed "$tag-g" "$line"; then
-			row_failed "$tag-g" "the guest's stream failed"
-			return
-		fi
+		tcp_row_valid "$tag" "$line" "$hl" || return 0
 		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl") R_MSS=$(mss_of "$tag-g" "$line")
 		R_TSO=$(kv tso_frames "$line") R_SEGS=$(kv segs "$line") R_SMALL=$(kv small_segs "$line")
 		tcp_write_check "$tag-g" "$line" "$size" || return
@@ -907,9 +896,7 @@ run_tcp() {
 		echo "$hl" >"$TMP/$tag-host.out"
 		wait_pid "$gpid"
 		line=$(result_line "$tag-g")
-		[ -n "$line" ] || { row_failed "$tag-g" "no result line from the guest"; return; }
-		! tcp_failed "$tag-g" "$line" || { row_failed "$tag-g" "the guest's check failed: $line"; return; }
-		[ "$(kv ok "$hl")" = 1 ] || { row_failed "$tag-host" "tcpperf send: $hl"; return; }
+		tcp_row_valid "$tag" "$line" "$hl" || return 0
 		# the host's time (connect to close, three decimals), the rate the guest received
 		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$line") R_MSS=$(mss_of "$tag-g" "$hl")
 		R_SEGS=$(kv segs "$hl")
@@ -927,12 +914,7 @@ run_tcp() {
 		[ "$PROFILE" = 0 ] || profile_finish "$tag-b"
 		wait_pid "$bpid"
 		hl=$(result_line "$tag-b") line=$(result_line "$tag-a")
-		[ -n "$hl" ] || { row_failed "$tag-b" "no result line from guest B"; return; }
-		! tcp_failed "$tag-b" "$hl" || { row_failed "$tag-b" "guest B's check failed: $hl"; return; }
-		if [ -z "$line" ] || tcp_failed "$tag-a" "$line"; then
-			row_failed "$tag-a" "guest A's stream failed"
-			return
-		fi
+		tcp_row_valid "$tag" "$line" "$hl" || return 0
 		# the rate B received at; the elapsed time: B's (the probe's first to last byte), or
 		# the stand-in's accept to close
 		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl") R_MSS=$(mss_of "$tag-a" "$line")
@@ -943,8 +925,7 @@ run_tcp() {
 		host_tool "$tag-host" rr-server --bind "$HOST_IP" --port "$PORT" --size "$size" \
 			--wait-secs "$((SECS + TIMEOUT))"
 		tcp_guest_against_host "$tag" "$cfg" tcp_rr "$size" "$LAST_PID"
-		[ -n "$line" ] || { row_failed "$tag-g" "no result line from the guest"; return; }
-		! tcp_failed "$tag-g" "$line" || { row_failed "$tag-g" "request/response failed: $line"; return; }
+		tcp_row_valid "$tag" "$line" "$hl" || return 0
 		R_ELAPSED=$(kv secs "$line") R_TPS=$(kv tps "$line") R_RECV=$(kv trans "$line")
 		R_P50=$(kv lat_us_p50 "$line") R_P90=$(kv p90 "$line") R_P99=$(kv p99 "$line")
 		;;
@@ -953,14 +934,7 @@ run_tcp() {
 		host_tool "$tag-host" crr-server --bind "$HOST_IP" --port "$PORT" --size "$size" \
 			--wait-secs "$((SECS + TIMEOUT))" --idle-ms 2000
 		tcp_guest_against_host "$tag" "$cfg" tcp_crr "$size" "$LAST_PID"
-		[ -n "$line" ] || { row_failed "$tag-g" "no result line from the guest"; return; }
-		! tcp_failed "$tag-g" "$line" || { row_failed "$tag-g" "connect/request/response failed: $line"; return; }
-		# every connection echoed and closed cleanly (the client first), both ends agreeing
-		if [ "$(kv ok "$hl")" != 1 ] || [ "$(kv trans "$hl")" != "$(kv trans "$line")" ] ||
-			[ "$(kv conns "$hl")" != "$(kv trans "$line")" ]; then
-			row_failed "$tag-host" "tcpperf crr-server: $hl; the guest: $line"
-			return
-		fi
+		tcp_row_valid "$tag" "$line" "$hl" || return 0
 		R_ELAPSED=$(kv secs "$line") R_TPS=$(kv tps "$line") R_RECV=$(kv trans "$line")
 		R_P50=$(kv lat_us_p50 "$line") R_P90=$(kv p90 "$line") R_P99=$(kv p99 "$line")
 		;;
