@@ -26,7 +26,7 @@ FW_UNIT_SRCS := firmware/net/tcp.c firmware/net/vnet_hdr.c
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o) $(FW_UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \
-	check-layers clean fuzz fuzz-coverage mutants examples seccomp-cost snapshot-cost
+	check-layers clean fuzz fuzz-replay fuzz-coverage mutants examples seccomp-cost snapshot-cost
 all: $(BUILD)/minivmm firmware examples
 
 $(BUILD)/minivmm: $(VMM_OBJS)
@@ -122,7 +122,7 @@ sanitize-test:
 	$(MAKE) BUILD=build-san SANITIZE=1 build-san/minivmm
 	MINIVMM=build-san/minivmm MINIVMM_SKIP_STOCK_KERNEL=1 ./tests/integration/run.sh
 
-test: check-format check-layers unit-test integration-test linux-test sanitize-test
+test: check-format check-layers unit-test fuzz-replay integration-test linux-test sanitize-test
 	@echo "ALL TESTS PASSED"
 
 # Mutation check (not part of `make test`): every mutant in tests/mutants.txt, applied alone to a
@@ -157,7 +157,7 @@ FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x8
 FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c \
 	vmm/base/event_loop.c vmm/base/adaptive_poll.c vmm/base/log.c vmm/options.c
 FUZZ_virtio_rng_SRCS := devices/virtio/rng.c $(FUZZ_VDEV_SRCS)
-FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/backends/blk_io.c $(FUZZ_VDEV_SRCS)
+FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/backends/blk_io.c vmm/base/user_file.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_LIBS := -lpthread -luring
 FUZZ_virtio_net_SRCS := devices/virtio/net.c devices/backends/tap.c devices/backends/slirp.c \
 	devices/backends/slirp_lib.c $(FUZZ_VDEV_SRCS)
@@ -201,6 +201,15 @@ fuzz-%: $(FUZZ_BUILD)/fuzz_%
 		$(FUZZ_BUILD)/corpus/$* tests/fuzz/corpus/$*
 
 fuzz: $(FUZZ_NAMES:%=fuzz-%)
+
+# Part of `make test`: every target builds, and runs each checked-in input once (-runs=0), so a
+# harness whose invariant has gone stale or an input that once crashed fails the suite.
+fuzz-replay-%: $(FUZZ_BUILD)/fuzz_%
+	./$(FUZZ_BUILD)/fuzz_$* -runs=0 $(FUZZ_$*_FLAGS) tests/fuzz/corpus/$* 2>$(FUZZ_BUILD)/replay-$*.log || \
+		{ tail -n 40 $(FUZZ_BUILD)/replay-$*.log; echo "fuzz-replay: $* failed"; exit 1; }
+	@echo "fuzz-replay: $* ok ($$(ls tests/fuzz/corpus/$* | wc -l) inputs)"
+
+fuzz-replay: $(FUZZ_NAMES:%=fuzz-replay-%)
 
 # Source coverage of each target over its checked-in corpus (FUZZ_COV_LEARNED=1 adds what runs
 # learned in build-fuzz/corpus): every input run once (-runs=0) by a build with

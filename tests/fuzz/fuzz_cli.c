@@ -22,6 +22,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void check_config(const struct vm_config *cfg)
 {
+	/* --restore takes the machine from the snapshot: no kernel, no devices on the line. */
+	if (cfg->restore_dir) {
+		if (!cfg->restore_dir[0] || cfg->kernel_path || cfg->nr_devices)
+			abort();
+		return;
+	}
 	if (!cfg->kernel_path || !cfg->cmdline || cfg->nr_cpus < 1 || cfg->nr_cpus > MAX_VCPUS ||
 	    cfg->memory_bytes < (16ULL << 20) || cfg->memory_bytes > (1ULL << 40) ||
 	    (cfg->memory_bytes & ((1ULL << 20) - 1)) || cfg->nr_devices < 0 ||
