@@ -881,9 +881,9 @@ run_tcp() {
 			--wait-secs "$((SECS + TIMEOUT))"
 		tcp_guest_against_host "$tag" "$cfg" tcp_stream "$size" "$LAST_PID"
 		tcp_row_valid "$tag" "$line" "$hl" || return 0
+		tcp_write_check "$tag-g" "$line" "$size" || return 0
 		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl") R_MSS=$(mss_of "$tag-g" "$line")
 		R_TSO=$(kv tso_frames "$line") R_SEGS=$(kv segs "$line") R_SMALL=$(kv small_segs "$line")
-		tcp_write_check "$tag-g" "$line" "$size" || return
 		;;
 	h2g)
 		guest_start "$tag-g" "$cfg" 0 tcp_sink "$size"
@@ -897,10 +897,10 @@ run_tcp() {
 		wait_pid "$gpid"
 		line=$(result_line "$tag-g")
 		tcp_row_valid "$tag" "$line" "$hl" || return 0
+		tcp_write_check "$tag-host" "$hl" "$size" || return 0
 		# the host's time (connect to close, three decimals), the rate the guest received
 		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$line") R_MSS=$(mss_of "$tag-g" "$hl")
 		R_SEGS=$(kv segs "$hl")
-		tcp_write_check "$tag-host" "$hl" "$size" || return
 		;;
 	g2g)
 		# B listens first; A's stream goes to it over the bridge; B checks every byte.
@@ -915,11 +915,11 @@ run_tcp() {
 		wait_pid "$bpid"
 		hl=$(result_line "$tag-b") line=$(result_line "$tag-a")
 		tcp_row_valid "$tag" "$line" "$hl" || return 0
+		tcp_write_check "$tag-a" "$line" "$size" || return 0
 		# the rate B received at; the elapsed time: B's (the probe's first to last byte), or
 		# the stand-in's accept to close
 		R_ELAPSED=$(kv secs "$hl") R_MBPS=$(kv mbps "$hl") R_MSS=$(mss_of "$tag-a" "$line")
 		R_TSO=$(kv tso_frames "$line") R_SEGS=$(kv segs "$line") R_SMALL=$(kv small_segs "$line")
-		tcp_write_check "$tag-a" "$line" "$size" || return
 		;;
 	rr)
 		host_tool "$tag-host" rr-server --bind "$HOST_IP" --port "$PORT" --size "$size" \

@@ -56,6 +56,14 @@ tcp_verdict() {
 	rr)
 		[ -n "$line" ] || tcp_reject g "no result line from the guest" || return
 		! tcp_line_failed "$con" "$line" || tcp_reject g "request/response failed: $line" || return
+		# the server saw the connection end cleanly and echoed at least every transaction the
+		# guest counted (it may have echoed one the guest stopped counting before)
+		local st gt
+		st=$(kv trans "$hl") gt=$(kv trans "$line")
+		if [ "$(kv ok "$hl")" != 1 ] || ! [[ "$st" =~ ^[0-9]+$ && "$gt" =~ ^[0-9]+$ ]] ||
+			[ "$st" -lt "$gt" ]; then
+			tcp_reject host "tcpperf rr-server: $hl; the guest: $line" || return
+		fi
 		;;
 	crr)
 		[ -n "$line" ] || tcp_reject g "no result line from the guest" || return

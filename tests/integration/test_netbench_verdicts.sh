@@ -19,6 +19,7 @@ T_SEND="tcpperf: mode=send mss=1448 bytes=4194304 secs=0.004 mbps=8388.61 write=
 T_RECV="tcpperf: mode=recv mss=1448 bytes=4194304 secs=0.004 mbps=8388.61 segs=2897 bad=0 first_bad=0 ok=1"
 T_RR_SERVER="tcpperf: mode=rr-server size=1 trans=11500 ok=1"
 T_CRR_SERVER="tcpperf: mode=crr-server size=1 conns=2300 trans=2300 resets=0 errors=0 ok=1"
+T_RR_SERVER40K="tcpperf: mode=rr-server size=1 trans=40001 ok=1"
 T_RR="tcpperf: mode=rr size=1 trans=40000 secs=1.000 tps=40000 lat_us_p50=22.1 p90=27.3 p99=41.0 bad=0 ok=1"
 T_CRR="tcpperf: mode=crr size=1 trans=9000 secs=1.000 tps=9000 lat_us_p50=98.4 p90=120.0 p99=170.2 bad=0 ok=1"
 T_CRR_SERVER9K="tcpperf: mode=crr-server size=1 conns=9000 trans=9000 resets=0 errors=0 ok=1"
@@ -92,13 +93,18 @@ reject "g2g A stand-in ok=0" a "guest A's stream failed" g2g "$NO_CON" "$(with o
 
 # rr: the guest's requests <-> tcpperf rr-server
 accept "rr probe" rr "$OK_CON" "$P_RR" "$T_RR_SERVER"
-accept "rr netns" rr "$NO_CON" "$T_RR" "$T_RR_SERVER"
+accept "rr netns" rr "$NO_CON" "$T_RR" "$T_RR_SERVER40K"
 reject "rr no guest line" g "no result line from the guest" rr "$OK_CON" "" "$T_RR_SERVER"
 l=$(with bad=2 "$P_RR")
 reject "rr bad=2" g "request/response failed: $l" rr "$OK_CON" "$l" "$T_RR_SERVER"
 reject "rr probe FAIL" g "request/response failed: $P_RR" rr "$FAIL_CON" "$P_RR" "$T_RR_SERVER"
 l=$(with ok=0 "$T_RR")
-reject "rr stand-in ok=0" g "request/response failed: $l" rr "$NO_CON" "$l" "$T_RR_SERVER"
+reject "rr stand-in ok=0" g "request/response failed: $l" rr "$NO_CON" "$l" "$T_RR_SERVER40K"
+# the server's end: a stalled or failed connection, fewer echoes than the guest counted
+for h in "$(with ok=0 "$T_RR_SERVER")" "$(with trans=11499 "$T_RR_SERVER")" \
+	"$(with trans=x "$T_RR_SERVER")" ""; do
+	reject "rr server '$h'" host "tcpperf rr-server: $h; the guest: $P_RR" rr "$OK_CON" "$P_RR" "$h"
+done
 
 # crr: a connection per transaction, guest <-> tcpperf crr-server; both ends must agree
 accept "crr probe" crr "$OK_CON" "$P_CRR" "$T_CRR_SERVER"
