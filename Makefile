@@ -12,7 +12,10 @@ LDFLAGS_SAN   := -fsanitize=address,undefined
 endif
 CFLAGS  ?=
 CFLAGS  += $(CFLAGS_COMMON)
-LDLIBS  := -lpthread -lfdt -luring -lseccomp -ldl
+# libfdt, liburing and libseccomp are linked in (their Debian -dev packages ship PIC archives):
+# each shared library costs the dynamic loader a lookup, mappings and relocations at every
+# start (examples/bench-exec.sh); libc and libdl stay shared (libslirp is dlopen'ed).
+LDLIBS  := -lpthread -Wl,-Bstatic -lfdt -luring -lseccomp -Wl,-Bdynamic -ldl
 LDFLAGS += $(LDFLAGS_SAN)
 
 VMM_SRCS  := $(wildcard vmm/*.c vmm/base/*.c vmm/kinds/*.c devices/*.c devices/virtio/*.c \
@@ -205,7 +208,7 @@ fuzz: $(FUZZ_NAMES:%=fuzz-%)
 # Part of `make test`: every target builds, and runs each checked-in input once (-runs=0), so a
 # harness whose invariant has gone stale or an input that once crashed fails the suite.
 fuzz-replay-%: $(FUZZ_BUILD)/fuzz_%
-	./$(FUZZ_BUILD)/fuzz_$* -runs=0 $(FUZZ_$*_FLAGS) tests/fuzz/corpus/$* 2>$(FUZZ_BUILD)/replay-$*.log || \
+	@./$(FUZZ_BUILD)/fuzz_$* -runs=0 $(FUZZ_$*_FLAGS) tests/fuzz/corpus/$* 2>$(FUZZ_BUILD)/replay-$*.log || \
 		{ tail -n 40 $(FUZZ_BUILD)/replay-$*.log; echo "fuzz-replay: $* failed"; exit 1; }
 	@echo "fuzz-replay: $* ok ($$(ls tests/fuzz/corpus/$* | wc -l) inputs)"
 
