@@ -12,7 +12,7 @@ if [ -n "$existing" ]; then
 	echo "$existing"
 	exit 0
 fi
-pkg() { apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}'; }
+pkg() { apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-/ && !found++ {print $2}'; }
 name=$(pkg)
 if [ -z "$name" ]; then
 	apt-get update -q >&2

@@ -30,7 +30,7 @@ copy_modules() {
 	mkdir -p "$dest"
 	: >"$dest/order"
 	for m in "$@"; do
-		f=$(find "$MODDIR/kernel" -name "$m.ko" | head -n 1)
+		f=$(find "$MODDIR/kernel" -name "$m.ko" -print -quit)
 		[ -n "$f" ] || die "module $m not in $MODDIR"
 		cp "$f" "$dest/"
 		echo "$m" >>"$dest/order"
