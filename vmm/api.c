@@ -23,6 +23,7 @@
 #include "vcpu.h"
 #include "virtio_devices.h"
 #include "vm.h"
+#include "vmm/base/clock.h"
 #include "vmm/base/fd_passing.h"
 #include "vmm/base/log.h"
 
@@ -75,13 +76,6 @@ struct api_server {
 	bool stopping; /* the loop no longer runs bottom halves */
 	struct log_ratelimit accept_log, refused_log, evicted_log;
 };
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- responses ---- */
 
@@ -264,13 +258,13 @@ static char *snapshot_request(struct vm *vm, const struct json_object *req, cons
 		    "snapshot needs its three files passed with the request (SCM_RIGHTS: memory, "
 		    "state.bin, snapshot.json, each new and empty): use minivmm ctl snapshot DIR");
 	char err[512];
-	uint64_t t0 = monotonic_ns();
+	uint64_t t0 = clock_monotonic_ns();
 	if (snapshot_save(vm, fds, err, sizeof(err))) {
 		log_warn("%s", err);
 		return api_error_response(err);
 	}
 	log_info("snapshot written%s%.256s in %.1f ms; the VM is paused", path ? " to " : "",
-		 path ? path->str : "", (double)(monotonic_ns() - t0) / 1e6);
+		 path ? path->str : "", (double)(clock_monotonic_ns() - t0) / 1e6);
 	return api_ok_response(NULL, 0);
 }
 
@@ -409,7 +403,7 @@ static int client_flush(struct api_client *c)
 		if (n <= 0)
 			return -1;
 		c->out_off += (size_t)n;
-		c->last_active_ns = monotonic_ns();
+		c->last_active_ns = clock_monotonic_ns();
 	}
 	if (c->out_off == c->out_len) {
 		free(c->out);
@@ -453,7 +447,7 @@ static void client_lines(struct api_client *c)
 		client_reply(
 		    c, api_handle_request(c->server->vm, c->in + start, len, c->fds, c->nfds));
 		client_drop_fds(c);
-		c->last_active_ns = monotonic_ns();
+		c->last_active_ns = clock_monotonic_ns();
 		start = i + 1;
 	}
 	memmove(c->in, c->in + start, c->in_len - start);
@@ -514,7 +508,7 @@ static void server_timer_rearm(struct api_server *s, uint64_t now_ns)
 static void server_timer_fired(void *opaque)
 {
 	struct api_server *s = opaque;
-	uint64_t now = monotonic_ns();
+	uint64_t now = clock_monotonic_ns();
 	for (int i = 0; i < API_MAX_CLIENTS; i++) {
 		struct api_client *c = s->clients[i];
 		if (c && now - c->last_active_ns >= API_IDLE_TIMEOUT_NS)
@@ -556,9 +550,9 @@ static void accept_out_of_fds(struct api_server *s, int err)
 			return;
 	}
 	s->accept_paused = true;
-	s->accept_resume_ns = monotonic_ns() + API_ACCEPT_PAUSE_NS;
+	s->accept_resume_ns = clock_monotonic_ns() + API_ACCEPT_PAUSE_NS;
 	event_loop_mod_fd(&s->vm->loop, &s->src, 0);
-	server_timer_rearm(s, monotonic_ns());
+	server_timer_rearm(s, clock_monotonic_ns());
 }
 
 /* Only minivmm's own user (and root) may drive it, whatever the socket file's mode. */
@@ -625,7 +619,7 @@ static void accept_event(void *opaque, uint32_t events)
 		}
 		c->server = s;
 		c->fd = fd;
-		c->last_active_ns = monotonic_ns();
+		c->last_active_ns = clock_monotonic_ns();
 		if (event_loop_add_fd(&s->vm->loop, &c->src, fd, EPOLLIN, client_event, c)) {
 			free(c);
 			refuse(fd, "internal error");

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "slirp_lib.h"
+#include "vmm/base/clock.h"
 #include "vmm/base/event_loop.h"
 #include "vmm/base/log.h"
 
@@ -62,9 +63,7 @@ struct slirp_be {
 
 static int64_t now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return (int64_t)clock_monotonic_ns();
 }
 
 /* ---- frames from slirp towards the guest ---- */

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vmm/base/clock.h"
 #include "vmm/base/log.h"
 
 static void serve_early_buffers(void *opaque);
@@ -38,18 +39,11 @@ uint32_t virtio_dev_get_device_features(const struct virtio_dev *dev, uint32_t s
 	return (uint32_t)(dev->device_features >> (32 * sel));
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Under the lock: count the take, and start a hold sample on every VIRTIO_LOCK_HOLD_SAMPLE-th. */
 static void lock_taken(struct virtio_dev *dev)
 {
 	if (dev->lock_taken++ % VIRTIO_LOCK_HOLD_SAMPLE == 0)
-		dev->lock_hold_start_ns = monotonic_ns();
+		dev->lock_hold_start_ns = clock_monotonic_ns();
 }
 
 void virtio_dev_lock(struct virtio_dev *dev)
@@ -58,19 +52,19 @@ void virtio_dev_lock(struct virtio_dev *dev)
 		lock_taken(dev);
 		return;
 	}
-	uint64_t a = monotonic_ns();
+	uint64_t a = clock_monotonic_ns();
 	atomic_fetch_add(&dev->lock_waiters, 1);
 	pthread_mutex_lock(&dev->lock);
 	atomic_fetch_sub(&dev->lock_waiters, 1);
 	dev->lock_contended++;
-	dev->lock_wait_ns += monotonic_ns() - a;
+	dev->lock_wait_ns += clock_monotonic_ns() - a;
 	lock_taken(dev);
 }
 
 void virtio_dev_unlock(struct virtio_dev *dev)
 {
 	if (dev->lock_hold_start_ns) {
-		uint64_t held = monotonic_ns() - dev->lock_hold_start_ns;
+		uint64_t held = clock_monotonic_ns() - dev->lock_hold_start_ns;
 		dev->lock_hold_start_ns = 0;
 		dev->lock_hold_samples++;
 		dev->lock_hold_ns += held;

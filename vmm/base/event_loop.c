@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vmm/base/clock.h"
 #include "vmm/base/log.h"
 
 #define MAX_EVENTS 64
@@ -223,9 +224,7 @@ void event_loop_del_poller(struct event_loop *loop, struct event_poller *p)
 static uint64_t monotonic_ns(void *opaque)
 {
 	(void)opaque;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return clock_monotonic_ns();
 }
 
 /* One poll phase's state: where an fd check's events go. */

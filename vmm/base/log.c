@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "clock.h"
+
 /* The one piece of process-wide state outside the VM: whether --quiet was given, and where
  * lines go (stderr, unless a sink is set). */
 static struct {
@@ -94,10 +96,8 @@ bool log_warn_ratelimited_at(struct log_ratelimit *rl, uint64_t now_ns, const ch
 
 void log_warn_ratelimited(struct log_ratelimit *rl, const char *fmt, ...)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	va_list ap;
 	va_start(ap, fmt);
-	vwarn_ratelimited(rl, (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec, fmt, ap);
+	vwarn_ratelimited(rl, clock_monotonic_ns(), fmt, ap);
 	va_end(ap);
 }

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
+
 static const char *const step_names[STARTUP_NR_STEPS] = {
     [STARTUP_EXEC] = "exec",	   [STARTUP_ARGS] = "args",	  [STARTUP_KVM] = "kvm",
     [STARTUP_MEMORY] = "memory",   [STARTUP_DEVICES] = "devices", [STARTUP_LOAD] = "load",
@@ -89,9 +91,7 @@ static bool first_byte_seen;
 
 int64_t startup_now_ns(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return (int64_t)clock_monotonic_ns();
 }
 
 void startup_timing_enable(int64_t main_ns)
