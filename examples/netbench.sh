@@ -61,6 +61,10 @@
 #                   straight into the tap, one write() each, as a VMM's I/O thread does: the
 #                   ceiling of any tap-backed VMM on this host, and (VMM CPU column) what the
 #                   host kernel's tap -> UDP path alone costs per packet
+#   tapwrite:napi   the same with the tap attached IFF_NAPI (each write() goes through the
+#                   queue's NAPI poll and GRO): whether a VMM should take that flag up
+#   tapwrite:uring  the same writes through io_uring, 64 frames per system call (a datagram
+#                   cut into fragments: one at a time): what batching the writes would be worth
 #   tapread:        no VM (h2g only): build/examples/tapread reads the tap, one read() per
 #                   frame, as a VMM's I/O thread does, answers ARP for the guest and counts the
 #                   datagrams to it as the probe's sink does: the ceiling of any tap-backed VMM
@@ -247,13 +251,13 @@ fi
 for c in "${CONFIGS[@]}"; do
 	case "$c" in
 	minivmm | minivmm:* | minivmm@* | qemu | qemu:* | netns | netns:) ;;
-	tapwrite | tapwrite:)
+	tapwrite | tapwrite: | tapwrite:napi | tapwrite:uring)
 		[[ "$DIR" == g2h || "$DIR" == pps ]] || die "tapwrite: measures g2h and pps only"
 		[ "$PROTO" = udp ] || die "tapwrite: measures UDP only" ;;
 	tapread | tapread:)
 		[ "$DIR" = h2g ] || die "tapread: measures h2g only (it receives what the host sends to the guest)"
 		[ "$PROTO" = udp ] || die "tapread: measures UDP only" ;;
-	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite: or tapread: ($c)" ;;
+	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite:[napi|uring] or tapread: ($c)" ;;
 	esac
 done
 
@@ -290,7 +294,7 @@ done
 
 mkdir -p build/examples
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$UDPPERF" examples/netbench/udpperf.c
-cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TAPSEND" examples/netbench/tapsend.c
+cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TAPSEND" examples/netbench/tapsend.c -luring
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TAPREAD" examples/netbench/tapread.c
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TCPPERF" examples/netbench/tcpperf.c
 UDPPERF=$PWD/$UDPPERF TAPSEND=$PWD/$TAPSEND TAPREAD=$PWD/$TAPREAD TCPPERF=$PWD/$TCPPERF
@@ -468,6 +472,7 @@ guest_start() {
 		[ "$test" = pktgen ] && size=18
 		cmd=("$TAPSEND" --tap "${TAP[$i]}" --mac "${GUEST_MAC[$i]}" --src "${GUEST_IP[$i]}"
 			--dest "$peer" --port "$PORT" --size "$size" --secs "$secs")
+		[ -z "$opts" ] || cmd+=("--$opts") # napi or uring
 		[ -z "$IO_PIN" ] || cmd=(taskset -c "$IO_PIN" "${cmd[@]}")
 		;;
 	tapread) # udp_sink: counts for SECS from the first datagram, as the probe does
@@ -977,6 +982,13 @@ run_one() {
 		if [ -n "$line" ]; then
 			R_SENT=$(kv msgs "$line")
 			[ -n "$R_SENT" ] || R_SENT=$(kv pkts "$line")
+			# tapwrite:napi and :uring are only worth their row if tapsend wrote that way
+			if [[ "$cfg" == tapwrite* ]]; then
+				local want=${cfg#tapwrite} got
+				want=${want#:} got=$(kv mode "$line")
+				[ "$got" = "${want:-write}" ] ||
+					row_failed "$tag-g" "tapsend wrote with mode=$got, not ${want:-write}"
+			fi
 		else
 			row_failed "$tag-g" "no result line from the guest"
 		fi
@@ -1214,7 +1226,7 @@ gq() { printf "'%s'" "${1//\'/\'\'}"; }
 # is_ceiling C: configuration C is the ceiling row, drawn dashed
 is_ceiling() {
 	case "${CONFIGS[$1]}" in
-	tapwrite | tapwrite: | tapread | tapread:) return 0 ;;
+	tapwrite | tapwrite:* | tapread | tapread:) return 0 ;;
 	netns | netns:) [ "$CEILING" = 1 ] && [ "$RR" = 1 ] ;;
 	*) return 1 ;;
 	esac

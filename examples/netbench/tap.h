@@ -36,13 +36,14 @@ static void parse_mac(const char *s, uint8_t mac[6])
 	}
 }
 
-// open_flags: extra open(2) flags (O_NONBLOCK, as the VMM's I/O thread has it).
-static int tap_open(const char *name, int open_flags)
+// open_flags: extra open(2) flags (O_NONBLOCK, as the VMM's I/O thread has it); tun_flags:
+// extra TUNSETIFF flags (IFF_NAPI: written frames go through the tap queue's NAPI context).
+static int tap_open(const char *name, int open_flags, short tun_flags)
 {
 	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | open_flags);
 	if (fd < 0)
 		die("/dev/net/tun");
-	struct ifreq ifr = {.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR};
+	struct ifreq ifr = {.ifr_flags = (short)(IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | tun_flags)};
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0)
 		die("TUNSETIFF");

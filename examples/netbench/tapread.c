@@ -140,7 +140,7 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 
-	int fd = tap_open(tap, O_NONBLOCK);
+	int fd = tap_open(tap, O_NONBLOCK, 0);
 	if (ioctl(fd, TUNSETOFFLOAD, 0) < 0) // plain frames, IP fragments above the MTU
 		die("TUNSETOFFLOAD");
 	if (ready) {

@@ -1,21 +1,28 @@
 // tapsend: the ceiling of a tap-backed VMM's guest-to-host path on this host.
 //
-//   tapsend --tap NAME --mac MAC --src IP --dest IP [--port P] [--size S] [--secs N]
+//   tapsend --tap NAME --mac MAC --src IP --dest IP [--port P] [--size S] [--secs N] [--napi]
+//           [--uring]
 //
 // Writes the frames the probe's udp_stream sends (Ethernet, IPv4 fragmented at a 1500-byte
 // MTU like the probe, UDP with its checksum, behind a zeroed 12-byte virtio-net header) into
 // the tap with one write() per frame, as a VMM's I/O thread does, for --secs seconds. No
 // guest, no virtqueue: what the host kernel's tap -> IP -> UDP path alone lets a VMM reach,
-// and (through netbench's VMM CPU column) what that path costs per packet.
-// Output: "tapsend: msgs=N frames=N secs=S pps=N size=S" on stdout; exit 1 on an error,
-// 2 on a usage error.
+// and (through netbench's VMM CPU column) what that path costs per packet. --napi attaches
+// with IFF_NAPI: each write() queues the frame for the tap queue's NAPI poll (GRO) instead of
+// handing it straight to the stack, the candidate a VMM could take up (netbench's tapwrite:napi).
+// --uring hands the writes to io_uring, 64 frames per io_uring_enter (netbench's tapwrite:uring):
+// what a VMM would gain by submitting a batch in one system call instead of a write() each.
+// Output: "tapsend: msgs=N frames=N secs=S pps=N size=S mode=write|napi|uring" on stdout; exit 1 on
+// an error, 2 on a usage error.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <liburing.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +35,7 @@
 #define TOOL_NAME "tapsend"
 #define TOOL_USAGE                                                                                 \
 	"usage: tapsend --tap NAME --mac MAC --src IP --dest IP [--port P] [--size S] "            \
-	"[--secs N]"
+	"[--secs N] [--napi] [--uring]"
 #include "tool.h"
 #include "tap.h"
 
@@ -147,12 +154,37 @@ static void next_id(struct datagram *d)
 	}
 }
 
+// n writes of one frame through io_uring: one io_uring_enter submits them and waits for all.
+static void write_batch(struct io_uring *ring, int fd, const uint8_t *frame, size_t len, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		io_uring_prep_write(io_uring_get_sqe(ring), fd, frame, (unsigned)len, 0);
+	int rc = io_uring_submit_and_wait(ring, n);
+	if (rc < 0) {
+		errno = -rc;
+		die("io_uring_submit_and_wait");
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct io_uring_cqe *cqe;
+		if (io_uring_wait_cqe(ring, &cqe) < 0 || cqe->res != (int)len) {
+			errno = cqe && cqe->res < 0 ? -cqe->res : EIO;
+			die("io_uring write to the tap");
+		}
+		io_uring_cqe_seen(ring, cqe);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *tap = NULL, *mac = NULL, *src = NULL, *dest = NULL;
 	long port = 9000, size = 1024, secs = 2;
+	bool napi = false, uring = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
+		if (!strcmp(a, "--napi") || !strcmp(a, "--uring")) {
+			*(a[2] == 'n' ? &napi : &uring) = true;
+			continue;
+		}
 		if (i + 1 >= argc)
 			usage_error("missing value for", a);
 		const char *v = argv[++i];
@@ -183,27 +215,46 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 
-	int fd = tap_open(tap, 0);
+	int fd = tap_open(tap, 0, napi ? IFF_NAPI : 0);
 	tap_mac(tap, dst_mac);
 	static struct datagram d;
 	build(&d, src_mac, dst_mac, src_ip, dst_ip, (int)port, (unsigned)size);
 
+	struct io_uring ring;
+	if (uring) {
+		int rc = io_uring_queue_init(64, &ring, 0);
+		if (rc < 0) {
+			errno = -rc;
+			die("io_uring_queue_init");
+		}
+	}
 	unsigned long long msgs = 0;
 	double start = now_s(), t = start;
 	while (!stop_flag && t - start < (double)secs) {
+		if (uring && d.nfrag == 1) { // the same frame: a batch's worth in one system call
+			write_batch(&ring, fd, d.frame[0], d.len[0], 64);
+			msgs += 64;
+			t = now_s();
+			continue;
+		}
 		for (int k = 0; k < 64; k++, msgs++) {
 			if (d.nfrag > 1) // fragments of different datagrams must not share an ID
 				next_id(&d);
 			for (unsigned f = 0; f < d.nfrag; f++) {
-				if (write(fd, d.frame[f], d.len[f]) != (ssize_t)d.len[f])
+				if (uring)
+					write_batch(&ring, fd, d.frame[f], d.len[f], 1);
+				else if (write(fd, d.frame[f], d.len[f]) != (ssize_t)d.len[f])
 					die("write to the tap");
 			}
 		}
 		t = now_s();
 	}
 	double el = t - start;
-	printf("tapsend: msgs=%llu frames=%llu secs=%.3f pps=%.0f size=%ld\n", msgs, msgs * d.nfrag,
-	       el, el > 0 ? (double)msgs / el : 0, size);
+	printf("tapsend: msgs=%llu frames=%llu secs=%.3f pps=%.0f size=%ld mode=%s\n", msgs,
+	       msgs * d.nfrag, el, el > 0 ? (double)msgs / el : 0, size,
+	       uring  ? "uring"
+	       : napi ? "napi"
+		      : "write");
 	close(fd);
 	return 0;
 }

@@ -2,8 +2,9 @@
 # examples/netbench.sh's ceiling rows, no VM needed: host to guest against tapread: (a process
 # reading the tap one frame per read(), answering ARP for the guest, counting its datagrams,
 # fragments reassembled above the MTU), request/response against netns: (UDP and TCP), which
-# --ceiling adds once, and the refusals of what a ceiling cannot measure. Where /dev/kvm works,
-# --ceiling beside minivmm for h2g and rr too. Nothing the script made may outlive it.
+# --ceiling adds once, guest to host's write-path variants (tapwrite:napi, tapwrite:uring), and
+# the refusals of what a ceiling cannot measure. Where /dev/kvm works, --ceiling beside minivmm
+# for h2g and rr too. Nothing the script made may outlive it.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/netns.sh"
 netns_require
@@ -64,6 +65,15 @@ run rrtcp --proto tcp --dir rr --config netns --ceiling --sizes 64
 grep -q '"proto":"tcp",.*"configs":\["netns"\]' <<<"$out" || fail "tcp rr --ceiling: configs: $out"
 positive "$out" netns 64 tps lat_us_p50 transactions
 
+# Guest to host, the write-path candidates against the plain ceiling: IFF_NAPI, and io_uring
+# (64 frames a system call; 3000 bytes: three fragments each, written one by one). tapsend says
+# how it wrote, and a row whose stand-in did not write the way asked fails.
+run tapwrite --dir g2h --compare tapwrite:napi tapwrite:uring --sizes "64 3000"
+grep -q '"configs":\["tapwrite:napi","tapwrite:uring"\]' <<<"$out" || fail "g2h write paths: configs: $out"
+for cfg in tapwrite:napi tapwrite:uring; do
+	for size in 64 3000; do positive "$out" $cfg $size recv_msgs pps mbps vmm_cpu_us_per_pkt; done
+done
+
 # Beside a VM, --ceiling adds tapread: for h2g and netns: for rr.
 if kvm_usable; then
 	run h2gvm --dir h2g --config minivmm: --ceiling --sizes 64 --probe-args net.rxwait=halt
@@ -85,6 +95,7 @@ refused() {
 		fail "$*: status $rc, $(cat "$TEST_TMP/refused.err")"
 }
 refused 'tapread: measures h2g only' --dir g2h --config tapread: --sizes 64
+refused 'tapwrite:\[napi|uring\] or tapread:' --dir g2h --config tapwrite:fast --sizes 64
 refused 'tapread: measures h2g only' --dir rr --config tapread:
 refused 'tapread: measures UDP only' --dir h2g --proto tcp --config tapread:
 refused 'no ceiling row for g2g' --dir g2g --config netns: --ceiling --sizes 64
