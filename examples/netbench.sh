@@ -65,6 +65,8 @@
 #                   queue's NAPI poll and GRO): whether a VMM should take that flag up
 #   tapwrite:uring  the same writes through io_uring, 64 frames per system call (a datagram
 #                   cut into fragments: one at a time): what batching the writes would be worth
+#   tapwrite:uring-linked  the same, submitted as minivmm's tx-uring=on does: one linked chain
+#                   of WRITEVs on the tap as a fixed file (SINGLE_ISSUER, DEFER_TASKRUN ring)
 #   tapread:        no VM (h2g only): build/examples/tapread reads the tap, one read() per
 #                   frame, as a VMM's I/O thread does, answers ARP for the guest and counts the
 #                   datagrams to it as the probe's sink does: the ceiling of any tap-backed VMM
@@ -251,13 +253,13 @@ fi
 for c in "${CONFIGS[@]}"; do
 	case "$c" in
 	minivmm | minivmm:* | minivmm@* | qemu | qemu:* | netns | netns:) ;;
-	tapwrite | tapwrite: | tapwrite:napi | tapwrite:uring)
+	tapwrite | tapwrite: | tapwrite:napi | tapwrite:uring | tapwrite:uring-linked)
 		[[ "$DIR" == g2h || "$DIR" == pps ]] || die "tapwrite: measures g2h and pps only"
 		[ "$PROTO" = udp ] || die "tapwrite: measures UDP only" ;;
 	tapread | tapread:)
 		[ "$DIR" = h2g ] || die "tapread: measures h2g only (it receives what the host sends to the guest)"
 		[ "$PROTO" = udp ] || die "tapread: measures UDP only" ;;
-	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite:[napi|uring] or tapread: ($c)" ;;
+	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite:[napi|uring|uring-linked] or tapread: ($c)" ;;
 	esac
 done
 
@@ -472,7 +474,7 @@ guest_start() {
 		[ "$test" = pktgen ] && size=18
 		cmd=("$TAPSEND" --tap "${TAP[$i]}" --mac "${GUEST_MAC[$i]}" --src "${GUEST_IP[$i]}"
 			--dest "$peer" --port "$PORT" --size "$size" --secs "$secs")
-		[ -z "$opts" ] || cmd+=("--$opts") # napi or uring
+		[ -z "$opts" ] || cmd+=("--$opts") # napi, uring or uring-linked
 		[ -z "$IO_PIN" ] || cmd=(taskset -c "$IO_PIN" "${cmd[@]}")
 		;;
 	tapread) # udp_sink: counts for SECS from the first datagram, as the probe does

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if_tun.h>
+#include <linux/io_uring.h>
 #include <linux/kvm.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -240,6 +241,13 @@ static int add_rules(scmp_filter_ctx ctx, const struct seccomp_needs *have, unsi
 		if (add(ctx, SCMP_ACT_ALLOW, "ioctl", 1, &request, err, errlen))
 			return -1;
 	}
+	/* tx-uring=on: the I/O thread enables the tap's ring before its first batch (tap.c),
+	 * which makes it the ring's one submitter; no other register call, no new ring. */
+	const struct scmp_arg_cmp enable_rings =
+	    SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)IORING_REGISTER_ENABLE_RINGS);
+	if ((role & IO) && have->io_uring &&
+	    add(ctx, SCMP_ACT_ALLOW, "io_uring_register", 1, &enable_rings, err, errlen))
+		return -1;
 	/* Signals only within this process: glibc's raise, abort and pthread_kill. The pid is
 	 * the one runtime value in the rules (SECCOMP_AOT_PID in the programs built ahead). */
 	const struct scmp_arg_cmp own_process = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)pid);

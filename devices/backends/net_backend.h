@@ -22,11 +22,25 @@ struct net_offloads {
 
 struct net_backend;
 
+/* One frame of a batch (header + frame in iov) and, once the backend took it, its result. */
+struct net_frame {
+	const struct iovec *iov;
+	int iovcnt;
+	int rc; /* 0: sent; -errno: dropped */
+};
+
 struct net_backend_ops {
 	const char *name;
 	/* Send one frame (header + frame in iov). Returns 0, -EAGAIN (full: retry when the
 	 * backend calls tx_ready) or another -errno (the frame is dropped). */
 	int (*send)(struct net_backend *be, const struct iovec *iov, int iovcnt);
+	/* Optional: send n frames in order, in as few system calls as the backend can. Returns
+	 * how many it took (each frame's rc: 0 or a -errno that dropped it); if fewer than n,
+	 * the next frame met a full backend (-EAGAIN: retry it after tx_ready) and no frame
+	 * after it was sent. */
+	int (*send_batch)(struct net_backend *be, struct net_frame *frames, int n);
+	/* Optional: how frames are written ("writev", "io_uring"), for status and logs. */
+	const char *(*tx_path)(struct net_backend *be);
 	/* Receive one frame (header + frame) into buf. Returns its length, 0 when nothing is
 	 * pending, or -errno when the backend is gone. */
 	ssize_t (*recv)(struct net_backend *be, uint8_t *buf, size_t len);

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
+#include <liburing.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,9 @@
 
 #include "vmm/base/event_loop.h"
 #include "vmm/base/log.h"
+
+/* Transmit batches through io_uring (tx-uring=on): frames per submission. */
+#define TX_RING_ENTRIES 64
 
 #ifndef TUN_F_USO4
 #define TUN_F_USO4 0x20
@@ -28,6 +32,13 @@ struct tap {
 	uint32_t events; /* what we watch: EPOLLIN when the guest has room, EPOLLOUT when full */
 	bool gone;
 	struct net_offloads supported;
+	/* tx-uring=on: a ring restricted to linked WRITEVs on the tap (registered as fixed file
+	 * 0), created disabled at open and enabled by the first batch, on the I/O thread, which
+	 * is then the only thread that may submit to it (SINGLE_ISSUER). */
+	struct io_uring ring;
+	bool ring_made;	    /* ring exists (destroy it) */
+	bool ring_enabled;  /* the first batch enabled it */
+	bool ring_disabled; /* it failed once: writev from then on */
 };
 
 static void update_watch(struct tap *t, uint32_t events)
@@ -84,6 +95,113 @@ static int tap_send(struct net_backend *be, const struct iovec *iov, int iovcnt)
 			mark_gone(t, strerror(e));
 		return -e;
 	}
+}
+
+/* The ring cannot be used (any more): every frame goes through writev. Once: SQEs a failed
+ * submission left in the ring must never be submitted later. */
+static void ring_give_up(struct tap *t, const char *what, int err)
+{
+	if (t->ring_disabled)
+		return;
+	t->ring_disabled = true;
+	log_warn("tap %s: io_uring %s: %s; transmitting with writev instead", t->name, what,
+		 strerror(err));
+}
+
+/* Submit k frames as one linked chain of WRITEVs and wait for all of them. Returns how many
+ * were submitted (each frame's rc filled from its completion; a frame after a failed one is
+ * -ECANCELED: not sent), or -errno when nothing was. */
+static int ring_send_chain(struct tap *t, struct net_frame *f, int k)
+{
+	for (int i = 0; i < k; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&t->ring);
+		if (!sqe) {
+			k = i; /* cannot happen: the ring holds TX_RING_ENTRIES and is empty */
+			break;
+		}
+		/* The tap is O_NONBLOCK: a full one completes the write with -EAGAIN at once (no
+		 * RWF_NOWAIT: a kernel whose tap lacks FMODE_NOWAIT would refuse every write). */
+		io_uring_prep_writev(sqe, 0, f[i].iov, (unsigned)f[i].iovcnt, 0);
+		sqe->flags = IOSQE_FIXED_FILE | (i + 1 < k ? IOSQE_IO_LINK : 0);
+		sqe->user_data = (uint64_t)i;
+		f[i].rc = -ECANCELED;
+	}
+	int submitted = io_uring_submit_and_wait(&t->ring, (unsigned)k);
+	if (submitted < 0)
+		return submitted;
+	for (int seen = 0; seen < submitted; seen++) {
+		struct io_uring_cqe *cqe;
+		int rc = io_uring_wait_cqe(&t->ring, &cqe);
+		if (rc < 0)
+			return rc; /* frames not reaped stay -ECANCELED: the ring is given up */
+		if (cqe->user_data < (uint64_t)k)
+			f[cqe->user_data].rc = cqe->res < 0 ? cqe->res : 0;
+		io_uring_cqe_seen(&t->ring, cqe);
+	}
+	return submitted;
+}
+
+static bool ring_usable(struct tap *t)
+{
+	if (!t->ring_made || t->ring_disabled)
+		return false;
+	if (!t->ring_enabled) {
+		int rc = io_uring_register(t->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+		if (rc < 0) {
+			ring_give_up(t, "enabling the ring", -rc);
+			return false;
+		}
+		t->ring_enabled = true;
+	}
+	return true;
+}
+
+static int tap_send_batch(struct net_backend *be, struct net_frame *f, int n)
+{
+	struct tap *t = (struct tap *)be;
+	int done = 0;
+	while (done < n) {
+		if (t->gone || !ring_usable(t)) {
+			int rc = tap_send(be, f[done].iov, f[done].iovcnt);
+			if (rc == -EAGAIN)
+				return done;
+			f[done++].rc = rc;
+			continue;
+		}
+		int k = n - done < TX_RING_ENTRIES ? n - done : TX_RING_ENTRIES;
+		int submitted = ring_send_chain(t, f + done, k);
+		if (submitted < 0) {
+			ring_give_up(t, "submission", -submitted);
+			continue;
+		}
+		int i = 0;
+		while (i < submitted && f[done + i].rc == 0)
+			i++;
+		done += i;
+		if (i == k)
+			continue;
+		int rc = i < submitted ? f[done].rc : -ECANCELED;
+		if (rc == -EAGAIN) {
+			update_watch(t, t->events | EPOLLOUT);
+			return done; /* the rest of the chain was cancelled: not sent */
+		}
+		/* The ring failed this frame (or never ran it): writev decides, as it would without
+		 * the ring. A frame the tap rejects is dropped; one writev takes means the ring is
+		 * at fault, and is given up. The chain behind was cancelled and goes again. */
+		int wrc = tap_send(be, f[done].iov, f[done].iovcnt);
+		if (wrc == -EAGAIN)
+			return done;
+		if (wrc == 0)
+			ring_give_up(t, "a write that writev then sent", -rc);
+		f[done++].rc = wrc;
+	}
+	return done;
+}
+
+static const char *tap_tx_path(struct net_backend *be)
+{
+	struct tap *t = (struct tap *)be;
+	return t->ring_made && !t->ring_disabled ? "io_uring" : "writev";
 }
 
 static ssize_t tap_recv(struct net_backend *be, uint8_t *buf, size_t len)
@@ -148,6 +266,8 @@ static void tap_destroy(struct net_backend *be)
 	struct tap *t = (struct tap *)be;
 	if (!t->gone)
 		event_loop_del_fd(t->be.loop, &t->src);
+	if (t->ring_made)
+		io_uring_queue_exit(&t->ring);
 	close(t->fd);
 	free(t);
 }
@@ -155,12 +275,46 @@ static void tap_destroy(struct net_backend *be)
 static const struct net_backend_ops tap_ops = {
     .name = "tap",
     .send = tap_send,
+    .send_batch = tap_send_batch,
+    .tx_path = tap_tx_path,
     .recv = tap_recv,
     .offloads_supported = tap_offloads_supported,
     .set_rx_offloads = tap_set_rx_offloads,
     .set_rx_enabled = tap_set_rx_enabled,
     .destroy = tap_destroy,
 };
+
+/* tx-uring=on: the ring the batches go through. It can only do what tap_send_batch issues:
+ * WRITEV on the tap (fixed file 0, required), linked or not, no other SQE flag and no further
+ * io_uring_register call but the I/O thread's ENABLE_RINGS (which the seccomp filter allows it
+ * alone). Whoever takes over the VMM cannot use it to open, connect or read files. */
+static int tx_ring_init(struct tap *t)
+{
+	struct io_uring_restriction res[3];
+	memset(res, 0, sizeof(res));
+	res[0].opcode = IORING_RESTRICTION_SQE_OP;
+	res[0].sqe_op = IORING_OP_WRITEV;
+	res[1].opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED;
+	res[1].sqe_flags = IOSQE_IO_LINK;
+	res[2].opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED;
+	res[2].sqe_flags = IOSQE_FIXED_FILE;
+	/* DEFER_TASKRUN: a linked write runs in the submitter's own io_uring_enter instead of
+	 * task work queued behind it (one chain of 64: 2.2x the packets of plain links on the
+	 * development VM, as fast as unlinked writes). It needs SINGLE_ISSUER (Linux 6.1). */
+	int rc = io_uring_queue_init(TX_RING_ENTRIES, &t->ring,
+				     IORING_SETUP_R_DISABLED | IORING_SETUP_SINGLE_ISSUER |
+					 IORING_SETUP_DEFER_TASKRUN);
+	if (rc < 0)
+		return rc;
+	/* Debian 12's liburing 2.3 declares io_uring_register_restrictions() but does not
+	 * export it: the raw register call does the same. */
+	if ((rc = io_uring_register_files(&t->ring, &t->fd, 1)) < 0 ||
+	    (rc = io_uring_register(t->ring.ring_fd, IORING_REGISTER_RESTRICTIONS, res, 3)) < 0) {
+		io_uring_queue_exit(&t->ring);
+		return rc;
+	}
+	return 0;
+}
 
 /* Probe which offload combinations this kernel's tap accepts (USO is new in Linux 6.2). */
 static void probe_offloads(struct tap *t)
@@ -178,8 +332,8 @@ static void probe_offloads(struct tap *t)
 }
 
 struct net_backend *tap_backend_open(const char *name, struct event_loop *loop,
-				     const struct net_backend_client *client, char *err,
-				     size_t errlen)
+				     const struct net_backend_client *client, bool tx_uring,
+				     char *err, size_t errlen)
 {
 	if (strlen(name) >= IFNAMSIZ) {
 		snprintf(err, errlen, "tap name '%s' is longer than %d characters", name,
@@ -231,10 +385,21 @@ struct net_backend *tap_backend_open(const char *name, struct event_loop *loop,
 	t->fd = fd;
 	snprintf(t->name, sizeof(t->name), "%s", ifr.ifr_name);
 	probe_offloads(t);
+	if (tx_uring) {
+		int rc = tx_ring_init(t);
+		t->ring_made = rc == 0;
+		if (rc < 0)
+			log_warn(
+			    "tap %s: tx-uring=on, but no io_uring ring (%s): transmitting with "
+			    "writev",
+			    t->name, strerror(-rc));
+	}
 	/* Receiving starts when the device asks for it (the guest has posted buffers). */
 	t->events = 0;
 	if (event_loop_add_fd(loop, &t->src, fd, 0, tap_event, t)) {
 		snprintf(err, errlen, "tap '%s': cannot watch it", name);
+		if (t->ring_made)
+			io_uring_queue_exit(&t->ring);
 		close(fd);
 		free(t);
 		return NULL;

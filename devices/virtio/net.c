@@ -50,6 +50,10 @@
 #define RX_BATCH 64
 /* Most guest buffers one merged frame may use. */
 #define RX_MAX_CHAINS 64
+/* tx-uring=on: chains gathered and handed to the backend in one send_batch call. */
+#define TX_BATCH 64
+/* The iovecs a batch's frames share: always room for the longest chain (header + out). */
+#define TX_BATCH_IOVS (2 * (VIRTQ_MAX_SIZE + 1))
 /* Checks for a used-ring interrupt per ring's worth of transmitted frames, within a burst too:
  * often enough that a driver waiting for room wakes well before the ring drains, rarely enough
  * that without EVENT_IDX a ring's worth raises at most this many interrupts. */
@@ -62,6 +66,21 @@ struct virtio_net_config_space {
 	uint16_t mtu;
 } __attribute__((packed));
 
+/* A chain popped for a batch: what pushing it back needs, and our copy of its header. */
+struct tx_slot {
+	uint16_t head;
+	bool allowed; /* tx_header_allowed: else dropped (-EPROTO), never sent */
+	size_t len;   /* frame bytes after the header */
+	uint8_t hdr[NET_HDR_LEN];
+};
+
+/* The batched transmit path's buffers (tx-uring=on), allocated once. */
+struct tx_batch {
+	struct tx_slot slot[TX_BATCH];
+	struct net_frame frame[TX_BATCH];
+	struct iovec iov[TX_BATCH_IOVS];
+};
+
 struct virtio_net {
 	struct virtio_dev *dev;
 	struct event_loop *loop;
@@ -72,7 +91,8 @@ struct virtio_net {
 	/* A transmitted frame as the backend gets it: our copy of the header, then the guest's
 	 * buffers, so the header checked is the header sent. */
 	uint8_t tx_hdr[NET_HDR_LEN];
-	struct iovec *tx_iov; /* VIRTQ_MAX_SIZE + 1 entries */
+	struct iovec *tx_iov;	   /* VIRTQ_MAX_SIZE + 1 entries */
+	struct tx_batch *tx_batch; /* tx-uring=on with a backend that takes batches; else NULL */
 	uint8_t *rx_buf;
 	ssize_t rx_pending; /* bytes of a frame read from the backend and not yet delivered */
 	bool rx_enabled;
@@ -123,50 +143,77 @@ static bool tx_header_allowed(const struct virtio_dev *dev, const uint8_t *hdr)
 	}
 }
 
-/* Build n->tx_iov from the popped chain: header copied out of guest memory, then the rest.
- * Returns the iovec count. elem->out_len >= NET_HDR_LEN. */
-static int tx_build_iov(struct virtio_net *n)
+/* Build iov (room for e->out_num + 1 entries) from a popped chain: the header copied out of
+ * guest memory into hdr, then the rest. Returns the iovec count. e->out_len >= NET_HDR_LEN. */
+static int tx_build_iov(const struct virtq_elem *e, uint8_t *hdr, struct iovec *iov)
 {
-	const struct virtq_elem *e = n->elem;
 	size_t skip = NET_HDR_LEN, got = 0;
 	int cnt = 1;
 	for (unsigned i = 0; i < e->out_num; i++) {
 		const uint8_t *base = e->out[i].iov_base;
 		size_t len = e->out[i].iov_len;
 		size_t take = len < skip ? len : skip;
-		memcpy(n->tx_hdr + got, base, take);
+		memcpy(hdr + got, base, take);
 		got += take;
 		skip -= take;
 		if (len > take)
-			n->tx_iov[cnt++] = (struct iovec){(void *)(base + take), len - take};
+			iov[cnt++] = (struct iovec){(void *)(base + take), len - take};
 	}
-	n->tx_iov[0] = (struct iovec){n->tx_hdr, NET_HDR_LEN};
+	iov[0] = (struct iovec){hdr, NET_HDR_LEN};
 	return cnt;
 }
 
-/* Send up to burst frames; returns how many chains were completed. dev->lock held. */
+/* A chain is done: count it, return it to the driver, and every `every` chains ask whether the
+ * driver wants an interrupt, so one waiting for room wakes during the burst (used_event),
+ * refills while we drain, and the ring never runs dry. */
+static void tx_complete(struct virtio_net *n, uint16_t head, size_t len, int rc,
+			unsigned *unchecked, unsigned every)
+{
+	if (rc == 0) {
+		n->tx_packets++;
+		n->tx_bytes += len;
+	} else {
+		n->tx_dropped++;
+	}
+	virtqueue_push(&n->dev->vqs[TX_QUEUE], head, 0);
+	if (++*unchecked == every) {
+		virtio_dev_notify_used(n->dev, TX_QUEUE);
+		*unchecked = 0;
+	}
+}
+
+/* Pop a transmit chain into n->elem: 1, 0 (ring empty) or -1 (device marked broken). */
+static int tx_pop(struct virtio_net *n)
+{
+	char err[160];
+	int rc = virtqueue_pop(&n->dev->vqs[TX_QUEUE], n->elem, err, sizeof(err));
+	if (rc < 0) {
+		virtio_dev_mark_broken(n->dev, err);
+		return -1;
+	}
+	if (rc > 0 && n->elem->out_len < NET_HDR_LEN) {
+		virtio_dev_mark_broken(n->dev, "transmit chain shorter than the virtio-net header");
+		return -1;
+	}
+	return rc;
+}
+
+/* Send up to burst frames, one at a time; returns how many chains were completed. dev->lock
+ * held. */
 static unsigned tx_flush(struct virtio_net *n, unsigned burst, bool *more)
 {
 	struct virtio_dev *dev = n->dev;
 	struct virtqueue *vq = &dev->vqs[TX_QUEUE];
-	char err[160];
 	unsigned done = 0, unchecked = 0;
 	unsigned every = vq->size > TX_NOTIFY_CHECKS ? vq->size / TX_NOTIFY_CHECKS : 1;
 	*more = false;
 	while (done < burst) {
-		int rc = virtqueue_pop(vq, n->elem, err, sizeof(err));
-		if (rc < 0) {
-			virtio_dev_mark_broken(dev, err);
+		int rc = tx_pop(n);
+		if (rc < 0)
 			return done;
-		}
 		if (rc == 0)
 			break;
-		if (n->elem->out_len < NET_HDR_LEN) {
-			virtio_dev_mark_broken(dev,
-					       "transmit chain shorter than the virtio-net header");
-			return done;
-		}
-		int cnt = tx_build_iov(n);
+		int cnt = tx_build_iov(n->elem, n->tx_hdr, n->tx_iov);
 		rc = tx_header_allowed(dev, n->tx_hdr)
 			 ? n->backend->ops->send(n->backend, n->tx_iov, cnt)
 			 : -EPROTO;
@@ -176,20 +223,90 @@ static unsigned tx_flush(struct virtio_net *n, unsigned burst, bool *more)
 			n->tx_blocked = true;
 			break;
 		}
-		if (rc == 0) {
-			n->tx_packets++;
-			n->tx_bytes += n->elem->out_len - NET_HDR_LEN;
-		} else {
-			n->tx_dropped++;
-		}
-		virtqueue_push(vq, n->elem->head, 0);
+		tx_complete(n, n->elem->head, n->elem->out_len - NET_HDR_LEN, rc, &unchecked,
+			    every);
 		done++;
-		/* Ask about an interrupt during the burst too: a driver waiting for room wakes when
-		 * it asked (used_event), refills while we drain, and the ring never runs dry. */
-		if (++unchecked == every) {
-			virtio_dev_notify_used(dev, TX_QUEUE);
-			unchecked = 0;
+	}
+	if (unchecked)
+		virtio_dev_notify_used(dev, TX_QUEUE);
+	*more = done == burst;
+	return done;
+}
+
+/* Gather up to want chains into n->tx_batch (each with its own header copy and iovecs) and
+ * the frames among them that may be sent. Returns the chains gathered, or -1 (device broken);
+ * *empty when the ring ran out. */
+static int tx_gather(struct virtio_net *n, unsigned want, unsigned *nframes, bool *empty)
+{
+	struct tx_batch *b = n->tx_batch;
+	unsigned got = 0;
+	size_t iovs = 0;
+	*nframes = 0;
+	*empty = false;
+	while (got < want) {
+		int rc = tx_pop(n);
+		if (rc < 0)
+			return -1;
+		if (rc == 0) {
+			*empty = true;
+			break;
 		}
+		if (iovs + n->elem->out_num + 1 > TX_BATCH_IOVS) {
+			virtqueue_unpop(&n->dev->vqs[TX_QUEUE]); /* first in the next batch */
+			break;
+		}
+		struct tx_slot *s = &b->slot[got++];
+		struct iovec *iov = b->iov + iovs;
+		int cnt = tx_build_iov(n->elem, s->hdr, iov);
+		iovs += (size_t)cnt;
+		s->head = n->elem->head;
+		s->len = n->elem->out_len - NET_HDR_LEN;
+		s->allowed = tx_header_allowed(n->dev, s->hdr);
+		if (s->allowed)
+			b->frame[(*nframes)++] = (struct net_frame){.iov = iov, .iovcnt = cnt};
+	}
+	return (int)got;
+}
+
+/* tx-uring=on: as tx_flush, but up to TX_BATCH frames at a time go to the backend in one
+ * send_batch call. A frame the backend refuses (full) and every chain after it go back on the
+ * ring, in order, and are sent first when it has room. dev->lock held. */
+static unsigned tx_flush_batched(struct virtio_net *n, unsigned burst, bool *more)
+{
+	struct virtio_dev *dev = n->dev;
+	struct virtqueue *vq = &dev->vqs[TX_QUEUE];
+	struct tx_batch *b = n->tx_batch;
+	unsigned done = 0, unchecked = 0;
+	unsigned every = vq->size > TX_NOTIFY_CHECKS ? vq->size / TX_NOTIFY_CHECKS : 1;
+	*more = false;
+	while (done < burst) {
+		unsigned nframes;
+		bool empty;
+		int got = tx_gather(n, burst - done < TX_BATCH ? burst - done : TX_BATCH, &nframes,
+				    &empty);
+		if (got < 0)
+			return done;
+		int sent =
+		    nframes ? n->backend->ops->send_batch(n->backend, b->frame, (int)nframes) : 0;
+		if (sent < 0 || sent > (int)nframes)
+			sent = 0; /* a backend's mistake: resend rather than lose */
+		unsigned i = 0, f = 0;
+		for (; i < (unsigned)got; i++) {
+			const struct tx_slot *s = &b->slot[i];
+			if (s->allowed && f == (unsigned)sent)
+				break; /* refused: this chain and the rest go back */
+			int rc = s->allowed ? b->frame[f++].rc : -EPROTO;
+			tx_complete(n, s->head, s->len, rc, &unchecked, every);
+			done++;
+		}
+		if (i < (unsigned)got) {
+			for (; i < (unsigned)got; i++)
+				virtqueue_unpop(vq);
+			n->tx_blocked = true;
+			break;
+		}
+		if (empty)
+			break;
 	}
 	if (unchecked)
 		virtio_dev_notify_used(dev, TX_QUEUE);
@@ -208,7 +325,10 @@ static bool tx_pass(struct virtio_net *n)
 	if (live(n) && !n->tx_blocked) {
 		struct virtqueue *vq = &dev->vqs[TX_QUEUE];
 		bool more;
-		tx_flush(n, n->cfg.tx_burst, &more);
+		if (n->tx_batch)
+			tx_flush_batched(n, n->cfg.tx_burst, &more);
+		else
+			tx_flush(n, n->cfg.tx_burst, &more);
 		if (more) {
 			again = true;
 		} else if (n->polling) {
@@ -593,6 +713,7 @@ static void virtio_net_free(struct virtio_net *n)
 		event_timer_destroy(n->loop, &n->tx_timer);
 	free(n->elem);
 	free(n->tx_iov);
+	free(n->tx_batch);
 	free(n->rx_buf);
 	free(n);
 }
@@ -634,6 +755,12 @@ struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *m
 		virtio_net_free(n);
 		return NULL;
 	}
+	if (cfg->tx_uring && n->backend->ops->send_batch &&
+	    !(n->tx_batch = malloc(sizeof(*n->tx_batch)))) {
+		log_error("%s: out of memory", label);
+		virtio_net_free(n);
+		return NULL;
+	}
 	memcpy(n->config.mac, cfg->mac, 6);
 	if (!cfg->mac_set)
 		virtio_net_default_mac(label, n->config.mac);
@@ -652,12 +779,13 @@ struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *m
 		event_loop_add_poller(loop, &n->poller);
 		n->poller_added = true;
 	}
-	log_info("%s: %s backend%s%s, mac %02x:%02x:%02x:%02x:%02x:%02x, tx=%s (burst %u), "
+	log_info("%s: %s backend%s%s, mac %02x:%02x:%02x:%02x:%02x:%02x, tx=%s (burst %u, %s%s), "
 		 "poll %u us, offloads %s, features 0x%llx",
 		 label, cfg->user ? "user-mode" : n->backend->ops->name, cfg->user ? "" : " ",
 		 cfg->user ? "" : cfg->tap, n->config.mac[0], n->config.mac[1], n->config.mac[2],
 		 n->config.mac[3], n->config.mac[4], n->config.mac[5],
-		 cfg->tx_mode == NET_TX_BH ? "bh" : "timer", cfg->tx_burst, cfg->poll_us,
+		 cfg->tx_mode == NET_TX_BH ? "bh" : "timer", cfg->tx_burst, virtio_net_tx_path(n),
+		 n->tx_batch ? ", batched" : "", cfg->poll_us,
 		 (dev->device_features >> VIRTIO_NET_F_CSUM) & 1 ? "on" : "off",
 		 (unsigned long long)dev->device_features);
 	return n;
@@ -673,6 +801,12 @@ void virtio_net_stats(const struct virtio_net *n, struct virtio_net_stats *out)
 					 .rx_dropped = n->rx_dropped,
 					 .poll_tx = n->poll_tx,
 					 .poll_rx = n->poll_rx};
+}
+
+const char *virtio_net_tx_path(const struct virtio_net *n)
+{
+	const struct net_backend_ops *ops = n->backend->ops;
+	return ops->tx_path ? ops->tx_path(n->backend) : ops->name;
 }
 
 void virtio_net_quiesce(struct virtio_net *n)

@@ -1,7 +1,7 @@
 // tapsend: the ceiling of a tap-backed VMM's guest-to-host path on this host.
 //
 //   tapsend --tap NAME --mac MAC --src IP --dest IP [--port P] [--size S] [--secs N] [--napi]
-//           [--uring]
+//           [--uring | --uring-linked]
 //
 // Writes the frames the probe's udp_stream sends (Ethernet, IPv4 fragmented at a 1500-byte
 // MTU like the probe, UDP with its checksum, behind a zeroed 12-byte virtio-net header) into
@@ -12,8 +12,11 @@
 // handing it straight to the stack, the candidate a VMM could take up (netbench's tapwrite:napi).
 // --uring hands the writes to io_uring, 64 frames per io_uring_enter (netbench's tapwrite:uring):
 // what a VMM would gain by submitting a batch in one system call instead of a write() each.
-// Output: "tapsend: msgs=N frames=N secs=S pps=N size=S mode=write|napi|uring" on stdout; exit 1 on
-// an error, 2 on a usage error.
+// --uring-linked submits them as minivmm's tx-uring=on does (netbench's tapwrite:uring-linked):
+// one linked chain of WRITEVs on the tap as a registered file, in a SINGLE_ISSUER and
+// DEFER_TASKRUN ring, so what keeps the frames in order can be priced against plain --uring.
+// Output: "tapsend: msgs=N frames=N secs=S pps=N size=S mode=write|napi|uring|uring-linked" on
+// stdout; exit 1 on an error, 2 on a usage error.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,7 +38,7 @@
 #define TOOL_NAME "tapsend"
 #define TOOL_USAGE                                                                                 \
 	"usage: tapsend --tap NAME --mac MAC --src IP --dest IP [--port P] [--size S] "            \
-	"[--secs N] [--napi] [--uring]"
+	"[--secs N] [--napi] [--uring | --uring-linked]"
 #include "tool.h"
 #include "tap.h"
 
@@ -155,10 +158,21 @@ static void next_id(struct datagram *d)
 }
 
 // n writes of one frame through io_uring: one io_uring_enter submits them and waits for all.
-static void write_batch(struct io_uring *ring, int fd, const uint8_t *frame, size_t len, unsigned n)
+// linked: WRITEVs on fixed file 0, each linked to the next, as minivmm's tap backend submits.
+static void write_batch(struct io_uring *ring, int fd, const uint8_t *frame, size_t len, unsigned n,
+			bool linked)
 {
-	for (unsigned i = 0; i < n; i++)
-		io_uring_prep_write(io_uring_get_sqe(ring), fd, frame, (unsigned)len, 0);
+	static struct iovec iov;
+	iov = (struct iovec){(void *)frame, len};
+	for (unsigned i = 0; i < n; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+		if (!linked) {
+			io_uring_prep_write(sqe, fd, frame, (unsigned)len, 0);
+			continue;
+		}
+		io_uring_prep_writev(sqe, 0, &iov, 1, 0);
+		sqe->flags = IOSQE_FIXED_FILE | (i + 1 < n ? IOSQE_IO_LINK : 0);
+	}
 	int rc = io_uring_submit_and_wait(ring, n);
 	if (rc < 0) {
 		errno = -rc;
@@ -178,11 +192,15 @@ int main(int argc, char **argv)
 {
 	const char *tap = NULL, *mac = NULL, *src = NULL, *dest = NULL;
 	long port = 9000, size = 1024, secs = 2;
-	bool napi = false, uring = false;
+	bool napi = false, uring = false, linked = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--napi") || !strcmp(a, "--uring")) {
 			*(a[2] == 'n' ? &napi : &uring) = true;
+			continue;
+		}
+		if (!strcmp(a, "--uring-linked")) {
+			uring = linked = true;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -222,7 +240,11 @@ int main(int argc, char **argv)
 
 	struct io_uring ring;
 	if (uring) {
-		int rc = io_uring_queue_init(64, &ring, 0);
+		unsigned flags =
+		    linked ? IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN : 0;
+		int rc = io_uring_queue_init(64, &ring, flags);
+		if (rc == 0 && linked)
+			rc = io_uring_register_files(&ring, &fd, 1);
 		if (rc < 0) {
 			errno = -rc;
 			die("io_uring_queue_init");
@@ -232,7 +254,7 @@ int main(int argc, char **argv)
 	double start = now_s(), t = start;
 	while (!stop_flag && t - start < (double)secs) {
 		if (uring && d.nfrag == 1) { // the same frame: a batch's worth in one system call
-			write_batch(&ring, fd, d.frame[0], d.len[0], 64);
+			write_batch(&ring, fd, d.frame[0], d.len[0], 64, linked);
 			msgs += 64;
 			t = now_s();
 			continue;
@@ -242,7 +264,7 @@ int main(int argc, char **argv)
 				next_id(&d);
 			for (unsigned f = 0; f < d.nfrag; f++) {
 				if (uring)
-					write_batch(&ring, fd, d.frame[f], d.len[f], 1);
+					write_batch(&ring, fd, d.frame[f], d.len[f], 1, linked);
 				else if (write(fd, d.frame[f], d.len[f]) != (ssize_t)d.len[f])
 					die("write to the tap");
 			}
@@ -252,9 +274,10 @@ int main(int argc, char **argv)
 	double el = t - start;
 	printf("tapsend: msgs=%llu frames=%llu secs=%.3f pps=%.0f size=%ld mode=%s\n", msgs,
 	       msgs * d.nfrag, el, el > 0 ? (double)msgs / el : 0, size,
-	       uring  ? "uring"
-	       : napi ? "napi"
-		      : "write");
+	       linked  ? "uring-linked"
+	       : uring ? "uring"
+	       : napi  ? "napi"
+		       : "write");
 	close(fd);
 	return 0;
 }

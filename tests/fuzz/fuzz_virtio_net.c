@@ -4,11 +4,12 @@
  * operations; queue 0 receives, queue 1 transmits).
  * Input: u8 options (bit 0 tx=timer, bits 1-5 the backend's offloads: csum, tso4, tso6, ecn,
  * uso, bit 6 offload=off, bit 7 poll-us=20 unless tx=timer: the wait below polls first), u8 tx
- * burst, u64 feature bits accepted, then operations. The device operation is u8 what: 0 the backend
- * receives a frame (u16 length, u8 count and bytes, the rest a pattern), 1 the next send is refused
- * with EAGAIN, 2 the backend can send again, 3 the link goes down, 4 wait 1 ms for timers. Received
- * frames are checked byte for byte in the buffers the device returns (num_buffers aside), and their
- * num_buffers against the buffers used. */
+ * burst (bit 7: tx-uring=on, frames to the backend in batches), u64 feature bits accepted, then
+ * operations. The device operation is u8 what: 0 the backend receives a frame (u16 length, u8 count
+ * and bytes, the rest a pattern), 1 the next send is refused with EAGAIN, 2 the backend can send
+ * again, 3 the link goes down, 4 wait 1 ms for timers. Received frames are checked byte for byte in
+ * the buffers the device returns (num_buffers aside), and their num_buffers against the buffers
+ * used. */
 #include <errno.h>
 
 #include "devices/backends/net_backend.h"
@@ -152,6 +153,20 @@ static int fake_send(struct net_backend *be, const struct iovec *iov, int iovcnt
 	return 0;
 }
 
+/* tx-uring=on: the frames in order, each as fake_send takes it, stopping at the refused one. */
+static int fake_send_batch(struct net_backend *be, struct net_frame *frames, int n)
+{
+	if (n < 1)
+		abort(); /* the device never asks for an empty batch */
+	for (int i = 0; i < n; i++) {
+		int rc = fake_send(be, frames[i].iov, frames[i].iovcnt);
+		if (rc == -EAGAIN)
+			return i;
+		frames[i].rc = rc;
+	}
+	return n;
+}
+
 static ssize_t fake_recv(struct net_backend *be, uint8_t *buf, size_t len)
 {
 	(void)be;
@@ -206,6 +221,7 @@ static void fake_destroy(struct net_backend *be)
 static const struct net_backend_ops fake_ops = {
     .name = "fake",
     .send = fake_send,
+    .send_batch = fake_send_batch,
     .recv = fake_recv,
     .offloads_supported = fake_offloads,
     .set_rx_offloads = fake_set_rx_offloads,
@@ -275,7 +291,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fake.eagain = false;
 	struct net_options cfg = {.tap = "fuzz0"};
 	cfg.tx_mode = (opt & 1) ? NET_TX_TIMER : NET_TX_BH;
-	cfg.tx_burst = burst ? burst : 1;
+	cfg.tx_burst = burst & 0x7f ? burst & 0x7f : 1;
+	cfg.tx_uring = burst & 0x80;
 	cfg.tx_timer_us = 100;
 	cfg.offload = !(opt & 64);
 	cfg.poll_us = (opt & 128) && !(opt & 1) ? 20 : 0;

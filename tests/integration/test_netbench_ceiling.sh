@@ -73,6 +73,11 @@ grep -q '"configs":\["tapwrite:napi","tapwrite:uring"\]' <<<"$out" || fail "g2h 
 for cfg in tapwrite:napi tapwrite:uring; do
 	for size in 64 3000; do positive "$out" $cfg $size recv_msgs pps mbps vmm_cpu_us_per_pkt; done
 done
+# ... and io_uring as minivmm's tx-uring=on submits (a linked chain on the tap as a fixed file).
+run tapwritelinked --dir g2h --config tapwrite:uring-linked --sizes "64 3000"
+for size in 64 3000; do
+	positive "$out" tapwrite:uring-linked $size recv_msgs pps mbps vmm_cpu_us_per_pkt
+done
 
 # Beside a VM, --ceiling adds tapread: for h2g and netns: for rr.
 if kvm_usable; then
@@ -95,7 +100,7 @@ refused() {
 		fail "$*: status $rc, $(cat "$TEST_TMP/refused.err")"
 }
 refused 'tapread: measures h2g only' --dir g2h --config tapread: --sizes 64
-refused 'tapwrite:\[napi|uring\] or tapread:' --dir g2h --config tapwrite:fast --sizes 64
+refused 'tapwrite:\[napi|uring|uring-linked\] or tapread:' --dir g2h --config tapwrite:fast --sizes 64
 refused 'tapread: measures h2g only' --dir rr --config tapread:
 refused 'tapread: measures UDP only' --dir h2g --proto tcp --config tapread:
 refused 'no ceiling row for g2g' --dir g2g --config netns: --ceiling --sizes 64

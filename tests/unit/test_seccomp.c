@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/io_uring.h>
 #include <linux/kvm.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -342,6 +343,45 @@ Test(seccomp, io_uring_only_with_a_disk_on_it)
 	role = SECCOMP_IO;
 	int status = run_filtered(ring_call_returns, out, sizeof(out));
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x: %s", status, out);
+}
+
+/* fd 9999: never open (fd -1 is io_uring_register's "blind" form on newer kernels). */
+static void enable_rings_returns(void)
+{
+	if (syscall(SYS_io_uring_register, 9999, IORING_REGISTER_ENABLE_RINGS, NULL, 0) == 0 ||
+	    errno != EBADF)
+		_exit(10);
+}
+
+static void enable_rings(void)
+{
+	syscall(SYS_io_uring_register, 9999, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+	_exit(9);
+}
+
+static void register_files(void)
+{
+	int fd = 0;
+	syscall(SYS_io_uring_register, 9999, IORING_REGISTER_FILES, &fd, 1);
+	_exit(9);
+}
+
+/* tx-uring=on: the I/O thread enables the tap's ring (which makes it the ring's submitter);
+ * no other register call, and no other thread. */
+Test(seccomp, io_uring_register_only_enables_rings_on_the_io_thread)
+{
+	skip_under_sanitizers();
+	char out[512];
+	policy.needs = (struct seccomp_needs){.tap = true, .io_uring = true};
+	role = SECCOMP_IO;
+	int status = run_filtered(enable_rings_returns, out, sizeof(out));
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x: %s", status, out);
+	expect_refused(register_files, (int)SYS_io_uring_register, out, sizeof(out));
+	role = SECCOMP_VCPU;
+	expect_refused(enable_rings, (int)SYS_io_uring_register, out, sizeof(out));
+	role = SECCOMP_IO;
+	policy.needs.io_uring = false;
+	expect_refused(enable_rings, (int)SYS_io_uring_register, out, sizeof(out));
 }
 
 /* Every thread role, each with every device and option that widens the filters configured:
