@@ -392,9 +392,11 @@ static bool disk_size_differs(const struct snapshot_device *d, char *err, size_t
 	return false;
 }
 
+/* tx-uring= too: it is the tap's, so a new backend says again whether it wants it. */
 static bool is_backend_key(const char *key)
 {
-	return !strcmp(key, "tap") || !strcmp(key, "user") || !strcmp(key, "hostfwd");
+	return !strcmp(key, "tap") || !strcmp(key, "user") || !strcmp(key, "hostfwd") ||
+	       !strcmp(key, "tx-uring");
 }
 
 /* Append "key[=value]" to out (a comma first unless empty); false when it does not fit. */
@@ -406,9 +408,9 @@ static bool append_option(char *out, size_t len, const struct option_kv *kv)
 	return n >= 0 && (size_t)n < len - at;
 }
 
-/* --net-backend: d's saved backend options (tap=, user, hostfwd=) replaced by backend's, the
- * rest (mac=, tx=, offload=, transport=) kept; written back into d->spec, so a snapshot of
- * the restored VM names the new backend. */
+/* --net-backend: d's saved backend options (tap=, user, hostfwd=, tx-uring=) replaced by backend's,
+ * the rest (mac=, tx=, offload=, transport=) kept; written back into d->spec, so a snapshot of the
+ * restored VM names the new backend. */
 static int override_backend(struct snapshot_device *d, const char *backend, char *err,
 			    size_t errlen)
 {
@@ -425,7 +427,7 @@ static int override_backend(struct snapshot_device *d, const char *backend, char
 			return snapshot_fail(
 			    err, errlen,
 			    "--net-backend: '%s' is not a backend option (tap=NAME, "
-			    "user, hostfwd=)",
+			    "user, hostfwd=, tx-uring=)",
 			    given.kv[i].key);
 	for (int i = 0; i < saved.n; i++)
 		if (!is_backend_key(saved.kv[i].key) &&
