@@ -72,6 +72,9 @@
 #                   datagrams to it as the probe's sink does: the ceiling of any tap-backed VMM
 #                   receiving on this host, and (VMM CPU column) what the host's UDP -> tap
 #                   path and the read alone cost per packet
+#   tapread:uring   the same reads through io_uring, 64 per system call (into 64 buffers; the
+#                   ones that find the tap empty complete with EAGAIN): what batching the
+#                   reads would be worth
 # --compare A B runs both, alternating which goes first (A, B on one size or round, then B, A on
 # the next, as examples/bench-blk.sh does), and adds a column with
 # B's speedup over A in percent (throughput; packets/s for pps; transactions/s for rr).
@@ -256,10 +259,10 @@ for c in "${CONFIGS[@]}"; do
 	tapwrite | tapwrite: | tapwrite:napi | tapwrite:uring | tapwrite:uring-linked)
 		[[ "$DIR" == g2h || "$DIR" == pps ]] || die "tapwrite: measures g2h and pps only"
 		[ "$PROTO" = udp ] || die "tapwrite: measures UDP only" ;;
-	tapread | tapread:)
+	tapread | tapread: | tapread:uring)
 		[ "$DIR" = h2g ] || die "tapread: measures h2g only (it receives what the host sends to the guest)"
 		[ "$PROTO" = udp ] || die "tapread: measures UDP only" ;;
-	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite:[napi|uring|uring-linked] or tapread: ($c)" ;;
+	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite:[napi|uring|uring-linked] or tapread:[uring] ($c)" ;;
 	esac
 done
 
@@ -297,7 +300,7 @@ done
 mkdir -p build/examples
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$UDPPERF" examples/netbench/udpperf.c
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TAPSEND" examples/netbench/tapsend.c -luring
-cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TAPREAD" examples/netbench/tapread.c
+cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TAPREAD" examples/netbench/tapread.c -luring
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TCPPERF" examples/netbench/tcpperf.c
 UDPPERF=$PWD/$UDPPERF TAPSEND=$PWD/$TAPSEND TAPREAD=$PWD/$TAPREAD TCPPERF=$PWD/$TCPPERF
 HOST_TOOL=$UDPPERF
@@ -480,6 +483,7 @@ guest_start() {
 	tapread) # udp_sink: counts for SECS from the first datagram, as the probe does
 		cmd=("$TAPREAD" --tap "${TAP[$i]}" --mac "${GUEST_MAC[$i]}" --ip "${GUEST_IP[$i]}"
 			--port "$PORT" --secs "$secs" --wait-secs "$TIMEOUT" --ready-file "$TMP/$name.ready")
+		[ -z "$opts" ] || cmd+=("--$opts") # uring
 		[ -z "$IO_PIN" ] || cmd=(taskset -c "$IO_PIN" "${cmd[@]}")
 		;;
 	esac
@@ -948,6 +952,21 @@ run_tcp() {
 	esac
 }
 
+# standin_mode_ok TAG CFG LINE: a tapwrite:X or tapread:X row is only worth its row if the
+# stand-in (tapsend, tapread) worked that way: its result line's mode= (plain: write, read).
+standin_mode_ok() {
+	local tag=$1 cfg=$2 line=$3 plain want="" got
+	case "$cfg" in
+	tapwrite*) plain=write ;;
+	tapread*) plain=read ;;
+	*) return 0 ;;
+	esac
+	[[ "$cfg" != *:* ]] || want=${cfg#*:}
+	got=$(kv mode "$line")
+	[ "$got" = "${want:-$plain}" ] ||
+		row_failed "$tag" "${cfg%%:*}'s stand-in ran with mode=$got, not ${want:-$plain}"
+}
+
 # run_one CFG SIZE: one measurement; sets R_SOCK R_ELAPSED R_MBPS R_PPS R_SENT R_RECV R_CPU
 # (us per packet) R_TPS R_P50 R_P90 R_P99 ("" where unknown).
 run_one() {
@@ -984,13 +1003,7 @@ run_one() {
 		if [ -n "$line" ]; then
 			R_SENT=$(kv msgs "$line")
 			[ -n "$R_SENT" ] || R_SENT=$(kv pkts "$line")
-			# tapwrite:napi and :uring are only worth their row if tapsend wrote that way
-			if [[ "$cfg" == tapwrite* ]]; then
-				local want=${cfg#tapwrite} got
-				want=${want#:} got=$(kv mode "$line")
-				[ "$got" = "${want:-write}" ] ||
-					row_failed "$tag-g" "tapsend wrote with mode=$got, not ${want:-write}"
-			fi
+			standin_mode_ok "$tag-g" "$cfg" "$line"
 		else
 			row_failed "$tag-g" "no result line from the guest"
 		fi
@@ -1022,6 +1035,7 @@ run_one() {
 		wait_pid "$gpid"
 		line=$(result_line "$tag-g")
 		[ -n "$line" ] || { row_failed "$tag-g" "no result line from the guest"; return; }
+		standin_mode_ok "$tag-g" "$cfg" "$line"
 		# (no loss figure: the host sends longer than the guest counts)
 		R_SOCK=$(kv sndbuf "$hl")
 		R_RECV=$(kv msgs "$line") R_ELAPSED=$(kv secs "$line") R_MBPS=$(kv mbps "$line")
@@ -1228,7 +1242,7 @@ gq() { printf "'%s'" "${1//\'/\'\'}"; }
 # is_ceiling C: configuration C is the ceiling row, drawn dashed
 is_ceiling() {
 	case "${CONFIGS[$1]}" in
-	tapwrite | tapwrite:* | tapread | tapread:) return 0 ;;
+	tapwrite | tapwrite:* | tapread | tapread:*) return 0 ;;
 	netns | netns:) [ "$CEILING" = 1 ] && [ "$RR" = 1 ] ;;
 	*) return 1 ;;
 	esac
