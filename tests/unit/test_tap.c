@@ -7,7 +7,9 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <linux/if_packet.h>
+#include <linux/io_uring.h>
 #include <net/if.h>
+#include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "devices/backends/tap.h"
+#include "log_capture.h"
 #include "vmm/base/event_loop.h"
 
 #define ETH_TYPE_LOCAL 0x88b5 /* IEEE local experimental: the host stack ignores it */
@@ -194,5 +197,56 @@ Test(tap, rejected_frame_mid_batch_is_dropped_alone, .fini = close_tap)
 		if (i != 2)
 			cr_assert_eq(batch[i].rc, 0, "frame %d: %d", i, batch[i].rc);
 	cr_assert_str_eq(tap->ops->tx_path(tap), "io_uring", "one bad frame gave the ring up");
+	close_tap();
+}
+
+/* This test process only (Criterion runs each test in its own): the system call, or with an
+ * opcode the io_uring_register call, fails with EPERM, as where io_uring is disabled. */
+static void refuse(const char *name, int register_op)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	cr_assert_not_null(ctx);
+	int nr = seccomp_syscall_resolve_name(name);
+	int rc = register_op < 0
+		     ? seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0)
+		     : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+					SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)register_op));
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(seccomp_load(ctx), 0);
+	seccomp_release(ctx);
+}
+
+/* The kernel refuses the ring at open (io_uring disabled, or too old for DEFER_TASKRUN): a
+ * warning, and every frame still goes out, by writev. */
+Test(tap, no_ring_at_open_falls_back_to_writev, .fini = close_tap)
+{
+	refuse("io_uring_setup", -1);
+	log_capture_clear();
+	batch_arrives_in_order(true, "writev");
+	char *log = log_captured();
+	cr_assert(strstr(log, "no io_uring ring") && strstr(log, "transmitting with writev"), "%s",
+		  log);
+	free(log);
+}
+
+/* The ring is made but cannot be enabled by the thread that sends (a seccomp filter without
+ * that call): given up with a warning at the first batch, which writev then sends whole. */
+Test(tap, ring_not_enabled_falls_back_to_writev, .fini = close_tap)
+{
+	refuse("io_uring_register", IORING_REGISTER_ENABLE_RINGS);
+	log_capture_clear();
+	open_tap(true);
+	cr_assert_str_eq(tap->ops->tx_path(tap), "io_uring");
+	build_batch();
+	cr_assert_eq(tap->ops->send_batch(tap, batch, NR_FRAMES), NR_FRAMES);
+	uint8_t tags[NR_FRAMES];
+	cr_assert_eq(captured(tags, NR_FRAMES), NR_FRAMES);
+	for (int i = 0; i < NR_FRAMES; i++)
+		cr_assert_eq(tags[i], 0xa0 + i, "frame %d out of order", i);
+	cr_assert_eq(extra_frames(), 0);
+	cr_assert_str_eq(tap->ops->tx_path(tap), "writev");
+	char *log = log_captured();
+	cr_assert(strstr(log, "enabling the ring"), "%s", log);
+	free(log);
 	close_tap();
 }
