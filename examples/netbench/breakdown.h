@@ -43,6 +43,9 @@ struct breakdown {
 	struct bd_sample begin, end;
 };
 
+// Where the threads are read from (a test points it at a made-up tree).
+static const char *bd_proc_root = "/proc";
+
 // read_small PATH BUF LEN: the file's start as a string; false if it cannot be read
 static bool read_small(const char *path, char *buf, size_t len)
 {
@@ -63,36 +66,39 @@ static unsigned long long status_field(const char *buf, const char *key)
 	return p ? strtoull(p + strlen(key), NULL, 10) : 0;
 }
 
+// One thread's counters; false if any of its files cannot be read (the thread or its process
+// exited between two reads: counts read as 0 then would make its switches go backwards).
 static bool bd_read_thread(long pid, long tid, struct bd_thread *t)
 {
-	char path[96], buf[4096];
+	char path[256], buf[4096];
 	*t = (struct bd_thread){.tid = tid, .run_ns = -1};
-	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/stat", pid, tid);
+	snprintf(path, sizeof(path), "%s/%ld/task/%ld/stat", bd_proc_root, pid, tid);
 	if (!read_small(path, buf, sizeof(buf)))
 		return false;
 	char *p = strrchr(buf, ')');
 	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &t->ut,
 			 &t->st) != 2)
 		return false;
-	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/comm", pid, tid);
-	if (read_small(path, t->comm, sizeof(t->comm)))
-		t->comm[strcspn(t->comm, "\n")] = 0;
-	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/schedstat", pid, tid);
-	if (read_small(path, buf, sizeof(buf)))
+	snprintf(path, sizeof(path), "%s/%ld/task/%ld/comm", bd_proc_root, pid, tid);
+	if (!read_small(path, t->comm, sizeof(t->comm)))
+		return false;
+	t->comm[strcspn(t->comm, "\n")] = 0;
+	snprintf(path, sizeof(path), "%s/%ld/task/%ld/schedstat", bd_proc_root, pid, tid);
+	if (read_small(path, buf, sizeof(buf))) // absent without CONFIG_SCHEDSTATS: ticks then
 		t->run_ns = strtoll(buf, NULL, 10);
-	snprintf(path, sizeof(path), "/proc/%ld/task/%ld/status", pid, tid);
-	if (read_small(path, buf, sizeof(buf))) {
-		t->vol = status_field(buf, "\nvoluntary_ctxt_switches:");
-		t->invol = status_field(buf, "\nnonvoluntary_ctxt_switches:");
-	}
+	snprintf(path, sizeof(path), "%s/%ld/task/%ld/status", bd_proc_root, pid, tid);
+	if (!read_small(path, buf, sizeof(buf)) || !strstr(buf, "\nvoluntary_ctxt_switches:"))
+		return false;
+	t->vol = status_field(buf, "\nvoluntary_ctxt_switches:");
+	t->invol = status_field(buf, "\nnonvoluntary_ctxt_switches:");
 	return true;
 }
 
 static void bd_read_proc(long pid, struct bd_proc *p)
 {
-	char path[64];
+	char path[256];
 	p->n = 0;
-	snprintf(path, sizeof(path), "/proc/%ld/task", pid);
+	snprintf(path, sizeof(path), "%s/%ld/task", bd_proc_root, pid);
 	DIR *d = pid > 0 ? opendir(path) : NULL;
 	if (!d)
 		return;

@@ -765,6 +765,12 @@ sc_startup() {
 	grep 'startup-us' $W/floor.err
 }
 
+# uring_used NAME: minivmm (tx-uring=on) transmitted in batches through io_uring, no fallback.
+uring_used() {
+	grep -q 'io_uring, batched' $W/$1.err && ! grep -q 'transmitting with writev' $W/$1.err ||
+		fail "$1: tx-uring=on, but: $(grep -m1 'tx=\|io_uring' $W/$1.err)"
+}
+
 # probe_run NAME TEST WORDS...: the probe under minivmm on the tap mvt0 (pci; PROBE_NET, if set,
 # is the whole --net), in the background; console in $W/NAME.out, exit status in $W/NAME.rc
 # once it ends (PROBE_JOB).
@@ -813,7 +819,8 @@ sink_ok() {
 # tcp_crr against tcpperf crr-server (a connection per transaction), tcp_stream from one
 # probe into another's tcp_sink;
 # one wrong byte into tcp_sink, and one in tcp_rr's echo, make the guest fail. The stream with
-# the device's offloads off and the first tcp_rr run with adaptive polling on (poll-us=1000).
+# the device's offloads off and the first tcp_rr run with adaptive polling on (poll-us=1000);
+# the stream with offloads on and that tcp_rr transmit in io_uring batches (tx-uring=on).
 sc_probe_tcp() {
 	taps mvt0 || return 1
 	# tcp_stream with the transmit offloads on (the tap offers CSUM and HOST_TSO4: TSO frames
@@ -824,6 +831,8 @@ sc_probe_tcp() {
 		tcpperf_start recv-$o recv --mib 16 || return 1
 		if [ $o = devoff ]; then
 			PROBE_NET=tap=mvt0,offload=off,poll-us=1000 probe_run stream-$o tcp_stream net.peer_port=9001 net.tcp_mib=16
+		elif [ $o = on ]; then # the TSO frames through io_uring batches (tx-uring=on)
+			PROBE_NET=tap=mvt0,tx-uring=on probe_run stream-$o tcp_stream net.peer_port=9001 net.tcp_mib=16 net.offload=$o
 		else
 			probe_run stream-$o tcp_stream net.peer_port=9001 net.tcp_mib=16 net.offload=$o
 		fi
@@ -835,6 +844,7 @@ sc_probe_tcp() {
 		tso=$(sed -n 's/^probe: tcp_stream .* tso_frames=\([0-9]*\).*/\1/p' $W/stream-$o.out)
 		if [ $o = on ]; then
 			expect_out stream-$o '^probe: net .* offload=csum,tso4 ' || return 1
+			uring_used stream-$o || return 1
 			[ "${tso:-0}" -gt 0 ] || { fail "stream-on: no TSO frame sent"; return 1; }
 		else
 			expect_out stream-$o '^probe: net .* offload=off ' || return 1
@@ -877,7 +887,7 @@ sc_probe_tcp() {
 	grep '^probe: FAIL' $W/bad.out
 
 	tcpperf_start rrsrv rr-server --size 256 || return 1
-	PROBE_NET=tap=mvt0,poll-us=1000 probe_run rr tcp_rr net.peer_port=9001 net.size=256 net.secs=1
+	PROBE_NET=tap=mvt0,poll-us=1000,tx-uring=on probe_run rr tcp_rr net.peer_port=9001 net.size=256 net.secs=1
 	wait $PROBE_JOB
 	wait $TOOL_JOB || fail "rr: tcpperf rr-server: $(cat $W/rrsrv.out)"
 	expect_status rr 0 && expect_out rr '^probe: PASS' || return 1
@@ -887,6 +897,7 @@ sc_probe_tcp() {
 		fail "rr: the guest counted $trans, the server: $(cat $W/rrsrv.out)"
 	grep '^probe: tcp_rr size' $W/rr.out
 	grep -q 'poll 1000 us' $W/rr.err || fail "rr: minivmm did not poll"
+	uring_used rr || return 1
 	grep -E 'polls found|kicks|adaptive polling' $W/rr.err
 	# An echo with one byte wrong (in the 3rd response): the guest stops there and fails.
 	tcpperf_start rrbad rr-server --size 256 --flip 600 || return 1
