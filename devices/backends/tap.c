@@ -131,9 +131,14 @@ static int ring_send_chain(struct tap *t, struct net_frame *f, int k)
 		return submitted;
 	for (int seen = 0; seen < submitted; seen++) {
 		struct io_uring_cqe *cqe;
-		int rc = io_uring_wait_cqe(&t->ring, &cqe);
-		if (rc < 0)
-			return rc; /* frames not reaped stay -ECANCELED: the ring is given up */
+		int rc;
+		while ((rc = io_uring_wait_cqe(&t->ring, &cqe)) == -EINTR)
+			; /* a signal: the writes were submitted, their completions still come */
+		if (rc < 0) {
+			/* Never seen: frames not reaped stay -ECANCELED, and go again by writev. */
+			ring_give_up(t, "waiting for completions", -rc);
+			return submitted;
+		}
 		if (cqe->user_data < (uint64_t)k)
 			f[cqe->user_data].rc = cqe->res < 0 ? cqe->res : 0;
 		io_uring_cqe_seen(&t->ring, cqe);
