@@ -392,11 +392,12 @@ static bool disk_size_differs(const struct snapshot_device *d, char *err, size_t
 	return false;
 }
 
-/* tx-uring= too: it is the tap's, so a new backend says again whether it wants it. */
+/* tx-uring= and rx-uring= too: they are the tap's, so a new backend says again whether it
+ * wants them. */
 static bool is_backend_key(const char *key)
 {
 	return !strcmp(key, "tap") || !strcmp(key, "user") || !strcmp(key, "hostfwd") ||
-	       !strcmp(key, "tx-uring");
+	       !strcmp(key, "tx-uring") || !strcmp(key, "rx-uring");
 }
 
 /* Append "key[=value]" to out (a comma first unless empty); false when it does not fit. */
@@ -408,9 +409,9 @@ static bool append_option(char *out, size_t len, const struct option_kv *kv)
 	return n >= 0 && (size_t)n < len - at;
 }
 
-/* --net-backend: d's saved backend options (tap=, user, hostfwd=, tx-uring=) replaced by backend's,
- * the rest (mac=, tx=, offload=, transport=) kept; written back into d->spec, so a snapshot of the
- * restored VM names the new backend. */
+/* --net-backend: d's saved backend options (tap=, user, hostfwd=, [tr]x-uring=) replaced by
+ * backend's, the rest (mac=, tx=, offload=, transport=) kept; written back into d->spec, so a
+ * snapshot of the restored VM names the new backend. */
 static int override_backend(struct snapshot_device *d, const char *backend, char *err,
 			    size_t errlen)
 {
@@ -427,7 +428,7 @@ static int override_backend(struct snapshot_device *d, const char *backend, char
 			return snapshot_fail(
 			    err, errlen,
 			    "--net-backend: '%s' is not a backend option (tap=NAME, "
-			    "user, hostfwd=, tx-uring=)",
+			    "user, hostfwd=, tx-uring=, rx-uring=)",
 			    given.kv[i].key);
 	for (int i = 0; i < saved.n; i++)
 		if (!is_backend_key(saved.kv[i].key) &&

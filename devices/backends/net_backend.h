@@ -12,6 +12,8 @@
 struct event_loop;
 
 #define NET_HDR_LEN 12 /* struct virtio_net_hdr_v1 */
+/* The largest frame recv hands over: header, 64 KiB of GSO frame, room for the link header. */
+#define NET_RX_FRAME_MAX (NET_HDR_LEN + 65536 + 64)
 
 /* Offloads a backend can take from (tx) and hand to (rx) the guest. */
 struct net_offloads {
@@ -39,8 +41,10 @@ struct net_backend_ops {
 	 * the next frame met a full backend (-EAGAIN: retry it after tx_ready) and no frame
 	 * after it was sent. */
 	int (*send_batch)(struct net_backend *be, struct net_frame *frames, int n);
-	/* Optional: how frames are written ("writev", "io_uring"), for status and logs. */
+	/* Optional: how frames are written ("writev", "io_uring") and read ("read",
+	 * "io_uring"), for status and logs. */
 	const char *(*tx_path)(struct net_backend *be);
+	const char *(*rx_path)(struct net_backend *be);
 	/* Receive one frame (header + frame) into buf. Returns its length, 0 when nothing is
 	 * pending, or -errno when the backend is gone. */
 	ssize_t (*recv)(struct net_backend *be, uint8_t *buf, size_t len);

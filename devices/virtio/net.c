@@ -45,7 +45,7 @@
 #define NET_QUEUE_SIZE 256
 #define NET_MTU	       1500
 /* Largest frame a backend hands us: a 64 KiB GSO frame plus Ethernet and the header. */
-#define RX_BUF_SIZE (NET_HDR_LEN + 65536 + 64)
+#define RX_BUF_SIZE NET_RX_FRAME_MAX
 /* Frames taken from the backend per wake-up before the I/O thread looks at other work. */
 #define RX_BATCH 64
 /* Most guest buffers one merged frame may use. */
@@ -780,12 +780,12 @@ struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *m
 		n->poller_added = true;
 	}
 	log_info("%s: %s backend%s%s, mac %02x:%02x:%02x:%02x:%02x:%02x, tx=%s (burst %u, %s%s), "
-		 "poll %u us, offloads %s, features 0x%llx",
+		 "rx by %s, poll %u us, offloads %s, features 0x%llx",
 		 label, cfg->user ? "user-mode" : n->backend->ops->name, cfg->user ? "" : " ",
 		 cfg->user ? "" : cfg->tap, n->config.mac[0], n->config.mac[1], n->config.mac[2],
 		 n->config.mac[3], n->config.mac[4], n->config.mac[5],
 		 cfg->tx_mode == NET_TX_BH ? "bh" : "timer", cfg->tx_burst, virtio_net_tx_path(n),
-		 n->tx_batch ? ", batched" : "", cfg->poll_us,
+		 n->tx_batch ? ", batched" : "", virtio_net_rx_path(n), cfg->poll_us,
 		 (dev->device_features >> VIRTIO_NET_F_CSUM) & 1 ? "on" : "off",
 		 (unsigned long long)dev->device_features);
 	return n;
@@ -807,6 +807,12 @@ const char *virtio_net_tx_path(const struct virtio_net *n)
 {
 	const struct net_backend_ops *ops = n->backend->ops;
 	return ops->tx_path ? ops->tx_path(n->backend) : ops->name;
+}
+
+const char *virtio_net_rx_path(const struct virtio_net *n)
+{
+	const struct net_backend_ops *ops = n->backend->ops;
+	return ops->rx_path ? ops->rx_path(n->backend) : ops->name;
 }
 
 void virtio_net_quiesce(struct virtio_net *n)

@@ -200,10 +200,14 @@ net_scenario() {
 	grep -q '"label":"virtio-net0",.*"lock":{"taken":[1-9][0-9]*,"contended":[0-9]*,"wait_us":[0-9]*,"hold_samples":[1-9][0-9]*,"hold_avg_ns":[1-9][0-9]*,"hold_max_ns":[1-9][0-9]*}' $W/$name.status ||
 		fail "$name: no device lock counts in the status: $(cat $W/$name.status)"
 	echo "$name device locks: $(grep -o '"label":"virtio-net[0-9]*"\|"lock":{[^}]*}' $W/$name.status | tr '\n' ' ')"
-	echo "$name transmit path: $(grep -o '"tx_path":"[^"]*"' $W/$name.status)"
+	echo "$name transmit and receive paths: $(grep -o '"[rt]x_path":"[^"]*"' $W/$name.status | tr '\n' ' ')"
 	case "$*" in # tx-uring=on: the batches really went through the ring (not its fallback)
 	*tx-uring=on*) grep -q '"tx_path":"io_uring"' $W/$name.status ||
 		fail "$name: tx-uring=on, but $(grep -o '"tx_path":"[^"]*"' $W/$name.status)" ;;
+	esac
+	case "$*" in # rx-uring=on: the frames really came through the ring
+	*rx-uring=on*) grep -q '"rx_path":"io_uring"' $W/$name.status ||
+		fail "$name: rx-uring=on, but $(grep -o '"rx_path":"[^"]*"' $W/$name.status)" ;;
 	esac
 	local got=$(sha256sum <$W/got | cut -d' ' -f1) got_bytes=$(wc -c <$W/got)
 	finish $name
@@ -219,8 +223,9 @@ net_scenario() {
 }
 
 sc_net_pci() { net_scenario net 64 1 1 tap=mvt0; }
-# mmio with the transmit batches through io_uring (tx-uring=on): Linux's TSO frames too.
-sc_net_mmio() { net_scenario net 64 1 1 tap=mvt0,transport=mmio,tx-uring=on; }
+# mmio with the transmit batches and the receive reads through io_uring (tx-uring=on,
+# rx-uring=on): Linux's TSO frames out, and the host's large (GSO) frames in, too.
+sc_net_mmio() { net_scenario net 64 1 1 tap=mvt0,transport=mmio,tx-uring=on,rx-uring=on; }
 sc_net_timer_nooffload() {
 	net_scenario net 16 0 2 tap=mvt0,tx=timer,offload=off tap=mvt1,transport=mmio,tx=timer
 }

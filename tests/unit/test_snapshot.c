@@ -1050,16 +1050,18 @@ Test(snapshot, restore_reopens_net_by_its_options_or_the_override)
 	backend_override[1] = NULL;
 }
 
-/* tx-uring= belongs to the tap backend: a device saved with it comes back with it, and one
- * moved to user-mode networking by --net-backend loses it instead of being refused. */
+/* tx-uring= and rx-uring= belong to the tap backend: a device saved with them comes back with
+ * them, and one moved to user-mode networking by --net-backend loses them instead of being
+ * refused. */
 Test(snapshot, restore_moves_a_tx_uring_tap_to_another_backend)
 {
 	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
-	add_net(1, "tap=mvt0,tx-uring=on,mac=52:54:00:12:34:99");
+	add_net(1, "tap=mvt0,tx-uring=on,rx-uring=on,mac=52:54:00:12:34:99");
 	write_snapshot();
 	struct vm_config cfg;
 	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
-	cr_assert_str_eq(cfg.devices[1].spec, "tap=mvt0,tx-uring=on,mac=52:54:00:12:34:99");
+	cr_assert_str_eq(cfg.devices[1].spec,
+			 "tap=mvt0,tx-uring=on,rx-uring=on,mac=52:54:00:12:34:99");
 	close(cfg.memory_fd);
 	cli_free_config(&cfg);
 	backend_override[1] = "user";
@@ -1067,9 +1069,10 @@ Test(snapshot, restore_moves_a_tx_uring_tap_to_another_backend)
 	cr_assert_str_eq(cfg.devices[1].spec, "mac=52:54:00:12:34:99,user");
 	close(cfg.memory_fd);
 	cli_free_config(&cfg);
-	backend_override[1] = "tap=mvt9,tx-uring=on";
+	backend_override[1] = "tap=mvt9,tx-uring=on,rx-uring=on";
 	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
-	cr_assert_str_eq(cfg.devices[1].spec, "mac=52:54:00:12:34:99,tap=mvt9,tx-uring=on");
+	cr_assert_str_eq(cfg.devices[1].spec,
+			 "mac=52:54:00:12:34:99,tap=mvt9,tx-uring=on,rx-uring=on");
 	close(cfg.memory_fd);
 	cli_free_config(&cfg);
 	backend_override[1] = NULL;

@@ -1,6 +1,8 @@
 /* The tap backend's batched transmit (tx-uring=on) on a real tap: every frame arrives, in
  * order, through io_uring; a frame the tap rejects is dropped in its place without costing
- * the rest of the batch or the ring. Frames are captured on the tap's host side with an
+ * the rest of the batch or the ring. Its batched receive (rx-uring=on): frames sent on the
+ * tap's host side come out of recv whole, in order, once, and the ring is entered by the
+ * loop's thread alone. Frames are captured and injected on the tap's host side with an
  * AF_PACKET socket. Needs CAP_NET_ADMIN and /dev/net/tun (skipped otherwise). The tap is not
  * persistent: it disappears with the backend, also when a test fails. */
 #include <arpa/inet.h>
@@ -10,12 +12,14 @@
 #include <linux/io_uring.h>
 #include <net/if.h>
 #include <seccomp.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "devices/backends/tap.h"
@@ -30,11 +34,21 @@ static struct event_loop loop;
 static struct net_backend *tap;
 static char tap_name[IFNAMSIZ];
 static int capture = -1;
-static bool loop_ready;
+static bool loop_ready, loop_started;
+static void (*on_rx_ready)(void);
+static int rx_ready_calls;
 
 static void no_callback(void *opaque)
 {
 	(void)opaque;
+}
+
+static void rx_ready(void *opaque)
+{
+	(void)opaque;
+	rx_ready_calls++;
+	if (on_rx_ready)
+		on_rx_ready();
 }
 
 static void link_down(void *opaque, const char *why)
@@ -43,17 +57,17 @@ static void link_down(void *opaque, const char *why)
 	(void)why;
 }
 
-/* Open a tap of our own with tx_uring as asked, bring it up, and capture what reaches its
- * host side. */
-static void open_tap(bool tx_uring)
+/* Open a tap of our own with io_uring as asked (TAP_URING_*), bring it up, and capture what
+ * reaches its host side. */
+static void open_tap(unsigned uring)
 {
 	snprintf(tap_name, sizeof(tap_name), "mvtu%d", (int)(getpid() % 100000));
 	cr_assert_eq(event_loop_init(&loop), 0);
 	loop_ready = true;
 	const struct net_backend_client client = {
-	    .rx_ready = no_callback, .tx_ready = no_callback, .link_down = link_down};
+	    .rx_ready = rx_ready, .tx_ready = no_callback, .link_down = link_down};
 	char err[200];
-	tap = tap_backend_open(tap_name, &loop, &client, tx_uring, err, sizeof(err));
+	tap = tap_backend_open(tap_name, &loop, &client, uring, err, sizeof(err));
 	if (!tap) {
 		if (strstr(err, "Operation not permitted") || strstr(err, "No such file"))
 			cr_skip_test("no tap for this user (%s): needs CAP_NET_ADMIN", err);
@@ -81,6 +95,10 @@ static void open_tap(bool tx_uring)
 
 static void close_tap(void)
 {
+	if (loop_started)
+		event_loop_stop(&loop);
+	loop_started = false;
+	on_rx_ready = NULL;
 	if (capture >= 0)
 		close(capture);
 	capture = -1;
@@ -148,7 +166,7 @@ static int extra_frames(void)
 
 static void batch_arrives_in_order(bool tx_uring, const char *path)
 {
-	open_tap(tx_uring);
+	open_tap(tx_uring ? TAP_URING_TX : 0);
 	cr_assert_str_eq(tap->ops->tx_path(tap), path);
 	build_batch();
 	int took = tap->ops->send_batch(tap, batch, NR_FRAMES);
@@ -180,7 +198,7 @@ Test(tap, batch_without_tx_uring_is_written_frame_by_frame, .fini = close_tap)
  * arrive, in order, and the ring stays in use. */
 Test(tap, rejected_frame_mid_batch_is_dropped_alone, .fini = close_tap)
 {
-	open_tap(true);
+	open_tap(TAP_URING_TX);
 	build_batch();
 	frames[2][1] = 0x7f; /* gso_type */
 	int took = tap->ops->send_batch(tap, batch, NR_FRAMES);
@@ -235,7 +253,7 @@ Test(tap, ring_not_enabled_falls_back_to_writev, .fini = close_tap)
 {
 	refuse("io_uring_register", IORING_REGISTER_ENABLE_RINGS);
 	log_capture_clear();
-	open_tap(true);
+	open_tap(TAP_URING_TX);
 	cr_assert_str_eq(tap->ops->tx_path(tap), "io_uring");
 	build_batch();
 	cr_assert_eq(tap->ops->send_batch(tap, batch, NR_FRAMES), NR_FRAMES);
@@ -247,6 +265,195 @@ Test(tap, ring_not_enabled_falls_back_to_writev, .fini = close_tap)
 	cr_assert_str_eq(tap->ops->tx_path(tap), "writev");
 	char *log = log_captured();
 	cr_assert(strstr(log, "enabling the ring"), "%s", log);
+	free(log);
+	close_tap();
+}
+
+/* ---- rx-uring=on ---- */
+
+/* Send our frames 0..n-1 (every payload byte (uint8_t)(0xa0 + i)) on the tap's host side: the
+ * tap's reader gets them. */
+static void inject(int n)
+{
+	uint8_t eth[FRAME_LEN - NET_HDR_LEN];
+	memset(eth, 0xff, 6);
+	const uint8_t src[6] = {0x52, 0x54, 0x00, 0x12, 0x34, 0x57};
+	memcpy(eth + 6, src, 6);
+	eth[12] = ETH_TYPE_LOCAL >> 8;
+	eth[13] = ETH_TYPE_LOCAL & 0xff;
+	for (int i = 0; i < n; i++) {
+		memset(eth + 14, (uint8_t)(0xa0 + i), sizeof(eth) - 14);
+		ssize_t sent = send(capture, eth, sizeof(eth), 0);
+		cr_assert_eq(sent, (ssize_t)sizeof(eth), "inject %d: %s", i, strerror(errno));
+	}
+}
+
+#define RX_MANY 200 /* more than the ring's 64 buffers: each must go back to be read again */
+
+static uint8_t rx_frame[NET_RX_FRAME_MAX];
+static uint8_t rx_tags[RX_MANY];
+static int rx_got, rx_others, rx_want = NR_FRAMES;
+
+/* Take every frame recv has now: ours (tagged) in rx_tags; the host's own (IPv6 router
+ * solicitations and the like) counted apart. Returns recv's last answer (0: empty). */
+static ssize_t drain(void)
+{
+	for (;;) {
+		ssize_t n = tap->ops->recv(tap, rx_frame, sizeof(rx_frame));
+		if (n <= 0)
+			return n;
+		const uint8_t *eth = rx_frame + NET_HDR_LEN;
+		if (n == FRAME_LEN && eth[12] == ETH_TYPE_LOCAL >> 8 &&
+		    eth[13] == (ETH_TYPE_LOCAL & 0xff)) {
+			cr_assert_lt(rx_got, rx_want, "a frame came twice");
+			for (int b = 14; b < FRAME_LEN - NET_HDR_LEN; b++)
+				cr_assert_eq(eth[b], eth[14], "frame %d damaged at byte %d", rx_got,
+					     b);
+			rx_tags[rx_got++] = eth[14];
+		} else {
+			rx_others++;
+		}
+	}
+}
+
+/* Run the loop on this thread until recv has given all rx_want of our frames (5 s bound: a
+ * frame that never comes fails, it is not waited for), each after the loop said rx_ready. */
+static void receive_all(void)
+{
+	struct timespec end, now;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += 5;
+	while (rx_got < rx_want) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		cr_assert(now.tv_sec < end.tv_sec ||
+			      (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec),
+			  "%d of %d frames came (rx_ready %d times)", rx_got, rx_want,
+			  rx_ready_calls);
+		int calls = rx_ready_calls;
+		event_loop_run_once(&loop, 100);
+		if (rx_ready_calls != calls)
+			cr_assert_eq(drain(), 0);
+	}
+	for (int i = 0; i < rx_want; i++)
+		cr_assert_eq(rx_tags[i], (uint8_t)(0xa0 + i), "frame %d out of order (%#x)", i,
+			     rx_tags[i]);
+}
+
+static void frames_come_in_order(unsigned uring, const char *path)
+{
+	open_tap(uring);
+	cr_assert_str_eq(tap->ops->rx_path(tap), path);
+	tap->ops->set_rx_enabled(tap, true);
+	cr_assert_eq(drain(), 0, "nothing sent yet"); /* with the ring: its reads go out */
+	inject(rx_want);
+	receive_all();
+	cr_assert_str_eq(tap->ops->rx_path(tap), path, "still %s", path);
+	close_tap();
+}
+
+Test(tap, frames_through_rx_ring_come_in_order_once, .fini = close_tap)
+{
+	frames_come_in_order(TAP_URING_RX, "io_uring");
+}
+
+Test(tap, frames_without_rx_uring_are_read_one_by_one, .fini = close_tap)
+{
+	frames_come_in_order(0, "read");
+}
+
+/* More frames than the ring has buffers, sent at once: every buffer goes back to be read again,
+ * and all come, in order, once. */
+Test(tap, rx_ring_reuses_its_buffers, .fini = close_tap)
+{
+	rx_want = RX_MANY;
+	frames_come_in_order(TAP_URING_RX, "io_uring");
+}
+
+/* While the device wants no frames the loop does not call rx_ready for them (the guest has no
+ * buffers: it would spin); asked again, they come. */
+Test(tap, rx_ring_paused_calls_no_rx_ready, .fini = close_tap)
+{
+	open_tap(TAP_URING_RX);
+	tap->ops->set_rx_enabled(tap, true);
+	cr_assert_eq(drain(), 0);
+	tap->ops->set_rx_enabled(tap, false);
+	inject(NR_FRAMES);
+	rx_ready_calls = 0;
+	event_loop_run_once(&loop, 200); /* a bound: rx_ready must not come */
+	cr_assert_eq(rx_ready_calls, 0);
+	tap->ops->set_rx_enabled(tap, true);
+	receive_all();
+	close_tap();
+}
+
+/* The loop runs on its own thread, which must be the ring's only submitter: a recv on another
+ * thread (a vCPU's trapped kick) returns 0 and has the loop's thread look, and the frames come
+ * through the ring on that thread (a ring entered first by this thread would refuse the loop's
+ * thread, and fall back to read). */
+static sem_t all_came;
+
+static void drain_on_loop_thread(void)
+{
+	cr_assert(event_loop_on_thread(&loop));
+	drain();
+	if (rx_got == NR_FRAMES)
+		sem_post(&all_came);
+}
+
+Test(tap, rx_ring_is_entered_by_the_loop_thread_alone, .fini = close_tap)
+{
+	open_tap(TAP_URING_RX);
+	sem_init(&all_came, 0, 0);
+	on_rx_ready = drain_on_loop_thread;
+	tap->ops->set_rx_enabled(tap, true);
+	cr_assert_eq(event_loop_start(&loop, NULL, NULL, NULL), 0);
+	loop_started = true;
+	cr_assert_not(event_loop_on_thread(&loop));
+	cr_assert_eq(tap->ops->recv(tap, rx_frame, sizeof(rx_frame)), 0);
+	inject(NR_FRAMES);
+	struct timespec end;
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += 5;
+	int rc;
+	while ((rc = sem_timedwait(&all_came, &end)) < 0 && errno == EINTR)
+		;
+	cr_assert_eq(rc, 0, "%d of %d frames came", rx_got, NR_FRAMES);
+	event_loop_stop(&loop);
+	loop_started = false;
+	for (int i = 0; i < NR_FRAMES; i++)
+		cr_assert_eq(rx_tags[i], 0xa0 + i, "frame %d out of order", i);
+	cr_assert_str_eq(tap->ops->rx_path(tap), "io_uring");
+	close_tap();
+}
+
+/* No ring at open: a warning, and frames come by read. */
+Test(tap, no_rx_ring_at_open_falls_back_to_read, .fini = close_tap)
+{
+	refuse("io_uring_setup", -1);
+	log_capture_clear();
+	frames_come_in_order(TAP_URING_RX, "read");
+	char *log = log_captured();
+	cr_assert(strstr(log, "rx-uring=on, but no io_uring ring") &&
+		      strstr(log, "receiving with read"),
+		  "%s", log);
+	free(log);
+}
+
+/* The ring cannot be enabled at its first use: given up with a warning; read takes over. */
+Test(tap, rx_ring_not_enabled_falls_back_to_read, .fini = close_tap)
+{
+	refuse("io_uring_register", IORING_REGISTER_ENABLE_RINGS);
+	log_capture_clear();
+	open_tap(TAP_URING_RX);
+	cr_assert_str_eq(tap->ops->rx_path(tap), "io_uring");
+	tap->ops->set_rx_enabled(tap, true);
+	cr_assert_eq(drain(), 0);
+	cr_assert_str_eq(tap->ops->rx_path(tap), "read");
+	inject(NR_FRAMES);
+	receive_all();
+	char *log = log_captured();
+	cr_assert(strstr(log, "enabling the ring") && strstr(log, "receiving with read"), "%s",
+		  log);
 	free(log);
 	close_tap();
 }

@@ -97,6 +97,12 @@ void bottom_half_init(struct bottom_half *bh, event_cb_fn fn, void *opaque)
 	*bh = (struct bottom_half){.fn = fn, .opaque = opaque};
 }
 
+bool event_loop_on_thread(const struct event_loop *loop)
+{
+	/* running is set once the thread has started (before any other thread may call). */
+	return !loop->running || pthread_equal(pthread_self(), loop->thread);
+}
+
 void bottom_half_schedule(struct event_loop *loop, struct bottom_half *bh)
 {
 	pthread_mutex_lock(&loop->bh_lock);

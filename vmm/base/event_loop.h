@@ -112,5 +112,8 @@ int event_loop_start(struct event_loop *loop, const cpu_set_t *cpus, int (*on_st
 void event_loop_stop(struct event_loop *loop);
 /* Run one iteration on the calling thread (unit tests); timeout_ms as for epoll_wait. */
 int event_loop_run_once(struct event_loop *loop, int timeout_ms);
+/* Whether the caller is the loop's thread (or, before event_loop_start, any thread: the one
+ * that drives it with event_loop_run_once). No system call. */
+bool event_loop_on_thread(const struct event_loop *loop);
 
 #endif

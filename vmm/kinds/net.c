@@ -35,7 +35,10 @@ static struct net_backend *open_tap_or_user(const struct net_options *cfg, struc
 					    size_t errlen)
 {
 	if (!cfg->user)
-		return tap_backend_open(cfg->tap, loop, client, cfg->tx_uring, err, errlen);
+		return tap_backend_open(cfg->tap, loop, client,
+					(cfg->tx_uring ? TAP_URING_TX : 0) |
+					    (cfg->rx_uring ? TAP_URING_RX : 0),
+					err, errlen);
 	const char *rules[NET_MAX_HOSTFWD];
 	struct slirp_forwards fwd = forwards_of(cfg, rules);
 	return slirp_backend_open(&fwd, loop, client, err, errlen);
@@ -81,6 +84,7 @@ static void net_status(struct virtio_slot *slot, struct json_writer *w)
 	json_member_uint(w, "rx_bytes", s.rx_bytes);
 	json_member_uint(w, "rx_dropped", s.rx_dropped);
 	json_member_string(w, "tx_path", virtio_net_tx_path(slot->model));
+	json_member_string(w, "rx_path", virtio_net_rx_path(slot->model));
 	json_member_uint(w, "poll_us", cfg->poll_us);
 	json_member_uint(w, "poll_tx", s.poll_tx);
 	json_member_uint(w, "poll_rx", s.poll_rx);
@@ -179,6 +183,11 @@ static const struct option_desc net_option_table[] = {
      OPTION_FIELD(struct net_options, tx_uring),
      .help = "tap: hand each transmit batch (up to 64 frames) to the tap in one\n"
 	     "io_uring submission instead of a writev each (default off)"},
+    {.key = "rx-uring",
+     .type = OPTION_BOOL,
+     OPTION_FIELD(struct net_options, rx_uring),
+     .help = "tap: keep 64 reads of the tap in flight through io_uring and take\n"
+	     "what came in one system call, instead of a read each (default off)"},
     {.key = "offload",
      .type = OPTION_BOOL,
      OPTION_FIELD(struct net_options, offload),
@@ -212,8 +221,9 @@ int net_options_parse(const struct option_list *opts, struct net_options *cfg, c
 		snprintf(err, errlen, "%s: poll-us= needs tx=bh", what);
 		return -1;
 	}
-	if (cfg->tx_uring && cfg->user) {
-		snprintf(err, errlen, "%s: tx-uring= needs the tap backend", what);
+	if ((cfg->tx_uring || cfg->rx_uring) && cfg->user) {
+		snprintf(err, errlen, "%s: %s= needs the tap backend", what,
+			 cfg->tx_uring ? "tx-uring" : "rx-uring");
 		return -1;
 	}
 	if (cfg->nr_hostfwd && !cfg->user) {
@@ -244,7 +254,7 @@ static void net_seccomp_needs(const void *parsed, struct seccomp_needs *needs)
 	const struct net_options *cfg = parsed;
 	needs->user_net |= cfg->user;
 	needs->tap |= !cfg->user;
-	needs->io_uring |= cfg->tx_uring;
+	needs->io_uring |= cfg->tx_uring || cfg->rx_uring;
 }
 
 const struct device_kind_desc virtio_net_kind = {
