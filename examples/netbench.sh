@@ -954,15 +954,19 @@ run_tcp() {
 
 # row_mode_ok TAG CFG LINE: the row measured what its configuration names. tapwrite:X and
 # tapread:X: the stand-in (tapsend, tapread) worked that way (its result line's mode=; plain:
-# write, read). minivmm with tx-uring=on: it did not fall back to writev (it warns when it does).
+# write, read). minivmm with tx-uring=on or rx-uring=on: it did not fall back to writev or read
+# (it warns when it does).
 row_mode_ok() {
-	local tag=$1 cfg=$2 line=$3 plain want="" got
+	local tag=$1 cfg=$2 line=$3 plain want="" got m
 	case "$cfg" in
 	tapwrite*) plain=write ;;
 	tapread*) plain=read ;;
-	minivmm*tx-uring=on*)
-		! grep -q 'transmitting with writev' "$TMP/$tag.err" 2>/dev/null ||
-			row_failed "$tag" "tx-uring=on, but $(grep -m1 'transmitting with writev' "$TMP/$tag.err")"
+	minivmm*-uring=on*)
+		for m in "tx-uring=on:transmitting with writev" "rx-uring=on:receiving with read"; do
+			[[ "$cfg" == *"${m%%:*}"* ]] || continue
+			! grep -q "${m#*:}" "$TMP/$tag.err" 2>/dev/null ||
+				row_failed "$tag" "${m%%:*}, but $(grep -m1 "${m#*:}" "$TMP/$tag.err")"
+		done
 		return 0 ;;
 	*) return 0 ;;
 	esac
