@@ -75,6 +75,9 @@
 #   tapread:uring   the same reads through io_uring, 64 per system call (into 64 buffers; the
 #                   ones that find the tap empty complete with EAGAIN): what batching the
 #                   reads would be worth
+#   tapread:uring-epoll  the same 64 reads, received as minivmm's rx-uring=on does: the tap as
+#                   a fixed file in a SINGLE_ISSUER, DEFER_TASKRUN ring whose eventfd an epoll
+#                   loop waits on, each frame copied into one bounce buffer
 # --compare A B runs both, alternating which goes first (A, B on one size or round, then B, A on
 # the next, as examples/bench-blk.sh does), and adds a column with
 # B's speedup over A in percent (throughput; packets/s for pps; transactions/s for rr).
@@ -259,10 +262,10 @@ for c in "${CONFIGS[@]}"; do
 	tapwrite | tapwrite: | tapwrite:napi | tapwrite:uring | tapwrite:uring-linked)
 		[[ "$DIR" == g2h || "$DIR" == pps ]] || die "tapwrite: measures g2h and pps only"
 		[ "$PROTO" = udp ] || die "tapwrite: measures UDP only" ;;
-	tapread | tapread: | tapread:uring)
+	tapread | tapread: | tapread:uring | tapread:uring-epoll)
 		[ "$DIR" = h2g ] || die "tapread: measures h2g only (it receives what the host sends to the guest)"
 		[ "$PROTO" = udp ] || die "tapread: measures UDP only" ;;
-	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite:[napi|uring|uring-linked] or tapread:[uring] ($c)" ;;
+	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite:[napi|uring|uring-linked] or tapread:[uring|uring-epoll] ($c)" ;;
 	esac
 done
 
@@ -483,7 +486,7 @@ guest_start() {
 	tapread) # udp_sink: counts for SECS from the first datagram, as the probe does
 		cmd=("$TAPREAD" --tap "${TAP[$i]}" --mac "${GUEST_MAC[$i]}" --ip "${GUEST_IP[$i]}"
 			--port "$PORT" --secs "$secs" --wait-secs "$TIMEOUT" --ready-file "$TMP/$name.ready")
-		[ -z "$opts" ] || cmd+=("--$opts") # uring
+		[ -z "$opts" ] || cmd+=("--$opts") # uring or uring-epoll
 		[ -z "$IO_PIN" ] || cmd=(taskset -c "$IO_PIN" "${cmd[@]}")
 		;;
 	esac

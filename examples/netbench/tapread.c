@@ -1,7 +1,7 @@
 // tapread: the ceiling of a tap-backed VMM's host-to-guest path on this host.
 //
 //   tapread --tap NAME --mac MAC --ip IP [--port P] [--secs N] [--wait-secs N]
-//           [--ready-file FILE] [--uring]
+//           [--ready-file FILE] [--uring | --uring-epoll]
 //
 // Stands where a VMM's I/O thread stands: attaches to the tap as minivmm does (IFF_VNET_HDR,
 // non-blocking, no offloads, as for the probe, which takes none) and reads one frame per
@@ -12,9 +12,15 @@
 // --uring reads through io_uring instead: 64 reads into 64 buffers kept in flight, each
 // io_uring_enter sending back the buffers taken and waiting for the next frames: what a VMM
 // would gain by batching its tap reads (netbench's tapread:uring).
-// Output: "tapread: msgs=N bytes=N secs=S mbps=M pps=N frames=N mode=read|uring" on stdout (bytes:
-// UDP payload; frames: every frame read); exit 1 on an error or when no datagram arrived within
-// --wait-secs (default 30), 2 on a usage error. --ready-file FILE is written once attached.
+// --uring-epoll receives as minivmm's tap backend does with rx-uring=on (netbench's
+// tapread:uring-epoll): the same 64 reads in flight, on the tap as a registered file, in a
+// SINGLE_ISSUER and DEFER_TASKRUN ring whose completions signal an eventfd that an event loop
+// (epoll) waits on; each frame is copied out of its ring buffer into one bounce buffer, as
+// minivmm copies it into the device's, and taken from there.
+// Output: "tapread: msgs=N bytes=N secs=S mbps=M pps=N frames=N mode=read|uring|uring-epoll" on
+// stdout (bytes: UDP payload; frames: every frame read); exit 1 on an error or when no datagram
+// arrived within --wait-secs (default 30), 2 on a usage error (--uring and --uring-epoll
+// together, too). --ready-file FILE is written once attached.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <liburing.h>
@@ -25,12 +31,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <time.h>
 
 #define TOOL_NAME "tapread"
 #define TOOL_USAGE                                                                                 \
 	"usage: tapread --tap NAME --mac MAC --ip IP [--port P] [--secs N] [--wait-secs N] "       \
-	"[--ready-file FILE] [--uring]"
+	"[--ready-file FILE] [--uring | --uring-epoll]"
 #include "tool.h"
 #include "tap.h"
 
@@ -155,7 +163,9 @@ static int read_one(int fd)
 // frames taken, or -1 when none came.
 static uint8_t ring_buf[BATCH][VNET_HLEN + 65536];
 
-static void read_submit(struct io_uring *ring, int fd, unsigned i)
+// Queues (does not submit) a read of the tap into ring_buf[i]: on fd, or with --uring-epoll on
+// the registered file 0 (fixed is then true and fd is 0).
+static void read_prep(struct io_uring *ring, int fd, bool fixed, unsigned i)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 	if (!sqe) { // cannot happen: BATCH reads in flight at most, in a ring of BATCH entries
@@ -163,7 +173,14 @@ static void read_submit(struct io_uring *ring, int fd, unsigned i)
 		die("io_uring submission queue full");
 	}
 	io_uring_prep_read(sqe, fd, ring_buf[i], sizeof(ring_buf[i]), 0);
+	if (fixed)
+		sqe->flags |= IOSQE_FIXED_FILE;
 	sqe->user_data = i;
+}
+
+static void read_submit(struct io_uring *ring, int fd, unsigned i)
+{
+	read_prep(ring, fd, false, i);
 }
 
 static int read_batch(struct io_uring *ring, int fd)
@@ -197,15 +214,80 @@ static int read_batch(struct io_uring *ring, int fd)
 	return got ? got : -1;
 }
 
+// --uring-epoll: one wake of the event loop. The ring (SINGLE_ISSUER, DEFER_TASKRUN) signals
+// efd when completions are queued for it, and epfd watches efd (level-triggered), so: wait on
+// epfd (100 ms at most: to see the clock and signals); on a wake, clear efd first (a signal
+// after that is a wake to come, not one lost), then take every completion there is: when the CQ
+// looks empty, io_uring_submit_and_get_events sends back the buffers taken and runs the
+// completions deferred to this task, once; still none ends the wake. Each frame is copied from
+// its ring buffer into one bounce buffer and taken from there (minivmm copies every frame into
+// its device's buffer), and a new read of that ring buffer is queued, to go with the next
+// submit. After CHECK_GAP frames it returns to let the caller see the clock, and the next call
+// goes on where it stopped, without waiting (the eventfd, cleared, says nothing of what is
+// left). Returns frames taken, or -1 when none came.
+static uint8_t bounce[VNET_HLEN + 65536];
+
+static int read_wake(struct io_uring *ring, int tap, int efd, int epfd)
+{
+	static bool in_wake; // the last call stopped at CHECK_GAP frames
+	if (!in_wake) {
+		struct epoll_event ev;
+		int n = epoll_wait(epfd, &ev, 1, 100);
+		if (n < 0 && errno != EINTR)
+			die("epoll_wait");
+		if (n <= 0)
+			return -1;
+		uint64_t count;
+		if (read(efd, &count, sizeof(count)) < 0 && errno != EAGAIN && errno != EINTR)
+			die("read the eventfd");
+	}
+	in_wake = false;
+	int got = 0;
+	for (;;) {
+		if (got == CHECK_GAP) {
+			in_wake = true;
+			break;
+		}
+		struct io_uring_cqe *cqe;
+		if (io_uring_peek_cqe(ring, &cqe)) {
+			int rc = io_uring_submit_and_get_events(ring);
+			if (rc < 0 && rc != -EINTR) {
+				errno = -rc;
+				die("io_uring_submit_and_get_events");
+			}
+			if (io_uring_peek_cqe(ring, &cqe))
+				break;
+		}
+		unsigned i = (unsigned)(cqe->user_data % BATCH);
+		int res = cqe->res;
+		if (res >= 0) {
+			size_t len = (size_t)res < sizeof(bounce) ? (size_t)res : sizeof(bounce);
+			memcpy(bounce, ring_buf[i], len);
+			take(tap, bounce, len);
+			got++;
+		} else if (res != -EAGAIN && res != -EINTR && res != -ECANCELED) {
+			errno = -res;
+			die("io_uring read from the tap");
+		}
+		read_prep(ring, 0, true, i);
+		io_uring_cqe_seen(ring, cqe);
+	}
+	return got ? got : -1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *tap = NULL, *mac = NULL, *ip = NULL, *ready = NULL;
 	long port = 9000, secs = 2, wait_secs = 30;
-	bool uring = false;
+	bool uring = false, uring_epoll = false;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--uring")) {
 			uring = true;
+			continue;
+		}
+		if (!strcmp(a, "--uring-epoll")) {
+			uring_epoll = true;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -228,6 +310,8 @@ int main(int argc, char **argv)
 		else
 			usage_error("unknown option", a);
 	}
+	if (uring && uring_epoll)
+		usage_error("--uring and --uring-epoll exclude each other", NULL);
 	if (!tap || !mac || !ip)
 		usage_error("--tap, --mac and --ip are required", NULL);
 	if (strlen(tap) >= IFNAMSIZ)
@@ -259,13 +343,45 @@ int main(int argc, char **argv)
 		for (unsigned i = 0; i < BATCH; i++)
 			read_submit(&ring, fd, i);
 	}
+	int efd = -1, epfd = -1;
+	if (uring_epoll) {
+		int rc = io_uring_queue_init(
+		    BATCH, &ring, IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+		if (rc < 0) {
+			errno = -rc;
+			die("io_uring_queue_init (SINGLE_ISSUER, DEFER_TASKRUN)");
+		}
+		if ((rc = io_uring_register_files(&ring, &fd, 1)) < 0) {
+			errno = -rc;
+			die("io_uring_register_files");
+		}
+		efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (efd < 0)
+			die("eventfd");
+		if ((rc = io_uring_register_eventfd(&ring, efd)) < 0) {
+			errno = -rc;
+			die("io_uring_register_eventfd");
+		}
+		epfd = epoll_create1(EPOLL_CLOEXEC);
+		struct epoll_event ev = {.events = EPOLLIN};
+		if (epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, efd, &ev) < 0)
+			die("epoll");
+		for (unsigned i = 0; i < BATCH; i++)
+			read_prep(&ring, 0, true, i);
+		if ((rc = io_uring_submit(&ring)) < 0) {
+			errno = -rc;
+			die("io_uring_submit");
+		}
+	}
 	double start = now_s(), t = start;
 	unsigned since_check = 0;
 	while (!stop_flag) {
-		int got = uring ? read_batch(&ring, fd) : read_one(fd);
-		if (got < 0) { // the tap was empty: wait (--uring waited already), see the clock
+		int got = uring_epoll ? read_wake(&ring, fd, efd, epfd)
+			  : uring     ? read_batch(&ring, fd)
+				      : read_one(fd);
+		if (got < 0) { // the tap was empty: wait (the rings waited already), see the clock
 			struct pollfd p = {.fd = fd, .events = POLLIN};
-			if (!uring && poll(&p, 1, 100) < 0 &&
+			if (!uring && !uring_epoll && poll(&p, 1, 100) < 0 &&
 			    errno != EINTR) // 100 ms: to see the clock and signals
 				die("poll");
 			since_check = CHECK_GAP;
@@ -287,6 +403,9 @@ int main(int argc, char **argv)
 	double el = t - first;
 	printf("tapread: msgs=%llu bytes=%llu secs=%.3f mbps=%.2f pps=%.0f frames=%llu mode=%s\n",
 	       msgs, bytes, el, el > 0 ? (double)bytes * 8 / el / 1e6 : 0,
-	       el > 0 ? (double)msgs / el : 0, frames, uring ? "uring" : "read");
+	       el > 0 ? (double)msgs / el : 0, frames,
+	       uring_epoll ? "uring-epoll"
+	       : uring	   ? "uring"
+			   : "read");
 	return 0;
 }

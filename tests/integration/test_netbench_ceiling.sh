@@ -2,7 +2,8 @@
 # examples/netbench.sh's ceiling rows, no VM needed: host to guest against tapread: (a process
 # reading the tap one frame per read(), answering ARP for the guest, counting its datagrams,
 # fragments reassembled above the MTU), request/response against netns: (UDP and TCP), which
-# --ceiling adds once, guest to host's write-path variants (tapwrite:napi, tapwrite:uring), and
+# --ceiling adds once, guest to host's write-path variants (tapwrite:napi, tapwrite:uring), the
+# read-path ones (tapread:uring; tapread:uring-epoll, as minivmm's rx-uring=on receives), and
 # the refusals of what a ceiling cannot measure. Where /dev/kvm works, --ceiling beside minivmm
 # for h2g and rr too. Nothing the script made may outlive it.
 source "$(dirname "$0")/lib.sh"
@@ -60,6 +61,19 @@ run h2guring --dir h2g --config tapread:uring --sizes "64 3000"
 for size in 64 3000; do
 	positive "$out" tapread:uring $size recv_msgs pps mbps vmm_cpu_us_per_pkt
 done
+# ... and the reads as minivmm's rx-uring=on receives them (the tap as a fixed file, a
+# DEFER_TASKRUN ring's eventfd waited on by epoll, each frame copied into a bounce buffer): each
+# datagram counted once, its payload only, for the 1 s asked for.
+run h2guringepoll --dir h2g --config tapread:uring-epoll --sizes "64 3000"
+grep -q '"configs":\["tapread:uring-epoll"\]' <<<"$out" || fail "h2g uring-epoll: configs: $out"
+for size in 64 3000; do
+	positive "$out" tapread:uring-epoll $size recv_msgs pps mbps elapsed_s vmm_cpu_us_per_pkt
+	e=$(row "$out" tapread:uring-epoll $size elapsed_s)
+	m=$(row "$out" tapread:uring-epoll $size recv_msgs) r=$(row "$out" tapread:uring-epoll $size mbps)
+	awk -v e="$e" -v m="$m" -v r="$r" -v s=$size 'BEGIN { x = m * s * 8 / e / 1e6
+		exit !(e >= 0.999 && e < 2 && r > 0 && x / r > 0.99 && x / r < 1.01) }' ||
+		fail "tapread:uring-epoll: $size bytes: $m messages in $e s at $r Mbit/s"
+done
 
 # Request/response, UDP: netns: is its own ceiling, a row once however it is asked for.
 run rr --dir rr --config netns: --ceiling --sizes "64 4000"
@@ -111,7 +125,8 @@ refused() {
 		fail "$*: status $rc, $(cat "$TEST_TMP/refused.err")"
 }
 refused 'tapread: measures h2g only' --dir g2h --config tapread: --sizes 64
-refused 'tapwrite:\[napi|uring|uring-linked\] or tapread:\[uring\]' --dir g2h --config tapwrite:fast --sizes 64
+refused 'tapwrite:\[napi|uring|uring-linked\] or tapread:\[uring|uring-epoll\]' --dir g2h --config tapwrite:fast --sizes 64
+refused 'tapread: measures h2g only' --dir g2h --config tapread:uring-epoll --sizes 64
 refused 'tapread: measures h2g only' --dir rr --config tapread:
 refused 'tapread: measures UDP only' --dir h2g --proto tcp --config tapread:
 refused 'no ceiling row for g2g' --dir g2g --config netns: --ceiling --sizes 64
