@@ -76,7 +76,7 @@
 #                   ones that find the tap empty complete with EAGAIN): what batching the
 #                   reads would be worth
 #   tapread:uring-epoll  the same 64 reads, received as minivmm's rx-uring=on does: the tap as
-#                   a fixed file in a SINGLE_ISSUER, DEFER_TASKRUN ring whose eventfd an epoll
+#                   a fixed file in a SINGLE_ISSUER ring whose eventfd an epoll
 #                   loop waits on, each frame copied into one bounce buffer
 # --compare A B runs both, alternating which goes first (A, B on one size or round, then B, A on
 # the next, as examples/bench-blk.sh does), and adds a column with

@@ -50,11 +50,9 @@ struct tap {
 	/* tx-uring=on: linked WRITEVs of each batch. */
 	struct tap_ring tx;
 	/* rx-uring=on: RX_RING_ENTRIES READs kept in flight, each into its own buffer of
-	 * rx_bufs. A read of an empty tap waits (io_uring arms a poll) and, the ring deferring
-	 * its completions to us (DEFER_TASKRUN), takes its frame from the tap only when the I/O
-	 * thread next enters the ring: until then the frame stays queued in the tap. The kernel
-	 * signals rx_efd when completions wait; the loop watches it instead of the tap's EPOLLIN.
-	 */
+	 * rx_bufs. A read of an empty tap waits (io_uring arms a poll); when a frame comes it
+	 * runs as task work of the I/O thread (its submitter) and posts its completion, and the
+	 * kernel signals rx_efd, which the loop watches instead of the tap's EPOLLIN. */
 	struct tap_ring rx;
 	uint8_t *rx_bufs;
 	int rx_efd;
@@ -70,6 +68,13 @@ static void update_watch(struct tap *t, uint32_t events)
 		return;
 	t->events = events;
 	event_loop_mod_fd(t->be.loop, &t->src, events);
+}
+
+static void ring_destroy(struct tap_ring *r)
+{
+	if (r->made)
+		io_uring_queue_exit(&r->ring);
+	r->made = false;
 }
 
 static bool ring_in_use(const struct tap_ring *r)
@@ -319,8 +324,8 @@ static ssize_t ring_recv(struct tap *t, uint8_t *buf, size_t len, const char **w
 		if (io_uring_peek_cqe(ring, &cqe) != 0) {
 			if (entered)
 				return 0;
-			/* One system call gives back the buffers taken since the last, and runs the
-			 * reads whose frames have come (deferred to us: DEFER_TASKRUN). */
+			/* One system call gives back the buffers taken since the last (and runs the
+			 * reads whose frames have come, if they still wait for this thread). */
 			int rc = io_uring_submit_and_get_events(ring);
 			entered = true;
 			if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
@@ -373,9 +378,11 @@ static ssize_t tap_recv(struct net_backend *be, uint8_t *buf, size_t len)
 			ssize_t n = ring_recv(t, buf, len, &what, &err);
 			if (n >= 0)
 				return n;
-			/* The reads still in flight never run again (their completions would be
-			 * ours to run): the frames they waited for stay in the tap for read(). */
+			/* Never seen. The ring goes (its reads still in flight are cancelled:
+			 * frames they had taken and not handed over are lost, as on a wire) and
+			 * read() takes over, from the frame after. */
 			ring_give_up(t, &t->rx, what, err);
+			ring_destroy(&t->rx);
 			update_rx_watch(t);
 		}
 	}
@@ -425,8 +432,8 @@ static void tap_set_rx_enabled(struct net_backend *be, bool enabled)
  * no SQE flag but `flags`, and no further io_uring_register call but the I/O thread's
  * ENABLE_RINGS (which the seccomp filter allows it alone). Whoever takes over the VMM cannot
  * use it to open, connect or read files. efd >= 0: signalled when completions wait. */
-static int ring_init(struct tap *t, struct tap_ring *r, unsigned entries, uint8_t op, uint8_t flags,
-		     int efd)
+static int ring_init(struct tap *t, struct tap_ring *r, unsigned entries, unsigned setup,
+		     uint8_t op, uint8_t flags, int efd)
 {
 	struct io_uring_restriction res[3];
 	memset(res, 0, sizeof(res));
@@ -436,13 +443,8 @@ static int ring_init(struct tap *t, struct tap_ring *r, unsigned entries, uint8_
 	res[1].sqe_flags = flags;
 	res[2].opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED;
 	res[2].sqe_flags = IOSQE_FIXED_FILE;
-	/* DEFER_TASKRUN: a linked write runs in the submitter's own io_uring_enter instead of
-	 * task work queued behind it (one chain of 64: 2.2x the packets of plain links on the
-	 * development VM, as fast as unlinked writes), and a read takes its frame from the tap
-	 * only when the I/O thread enters the ring. It needs SINGLE_ISSUER (Linux 6.1). */
 	int rc = io_uring_queue_init(entries, &r->ring,
-				     IORING_SETUP_R_DISABLED | IORING_SETUP_SINGLE_ISSUER |
-					 IORING_SETUP_DEFER_TASKRUN);
+				     IORING_SETUP_R_DISABLED | IORING_SETUP_SINGLE_ISSUER | setup);
 	if (rc < 0)
 		return rc;
 	/* Debian 12's liburing 2.3 declares io_uring_register_restrictions() but does not
@@ -457,13 +459,6 @@ static int ring_init(struct tap *t, struct tap_ring *r, unsigned entries, uint8_
 	return 0;
 }
 
-static void ring_destroy(struct tap_ring *r)
-{
-	if (r->made)
-		io_uring_queue_exit(&r->ring);
-	r->made = false;
-}
-
 /* rx-uring=on: the buffers, the eventfd and the ring the reads go through. */
 static int rx_ring_init(struct tap *t)
 {
@@ -473,7 +468,11 @@ static int rx_ring_init(struct tap *t)
 	t->rx_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (t->rx_efd < 0)
 		return -errno;
-	return ring_init(t, &t->rx, RX_RING_ENTRIES, IORING_OP_READ, 0, t->rx_efd);
+	/* Not DEFER_TASKRUN: with it, the eventfd missed completions on Linux 6.18 (a stand-in
+	 * reading this way found frames waiting at 50-120 of its epoll timeouts per 2 s run, and
+	 * idled while the sender's frames were dropped; without it, 0-2: netbench's
+	 * tapread:uring-epoll, docs/performance.md). */
+	return ring_init(t, &t->rx, RX_RING_ENTRIES, 0, IORING_OP_READ, 0, t->rx_efd);
 }
 
 static void close_rx_efd(struct tap *t)
@@ -599,8 +598,12 @@ struct net_backend *tap_backend_open(const char *name, struct event_loop *loop,
 	snprintf(t->name, sizeof(t->name), "%s", ifr.ifr_name);
 	probe_offloads(t);
 	int rc;
+	/* DEFER_TASKRUN: a linked write runs in the submitter's own io_uring_enter, not as task
+	 * work queued behind it (one chain of 64: 2.2x the packets of plain links on the
+	 * development VM, as fast as unlinked writes). */
 	if ((uring & TAP_URING_TX) &&
-	    (rc = ring_init(t, &t->tx, TX_RING_ENTRIES, IORING_OP_WRITEV, IOSQE_IO_LINK, -1)) < 0)
+	    (rc = ring_init(t, &t->tx, TX_RING_ENTRIES, IORING_SETUP_DEFER_TASKRUN,
+			    IORING_OP_WRITEV, IOSQE_IO_LINK, -1)) < 0)
 		log_warn("tap %s: tx-uring=on, but no io_uring ring (%s): transmitting with writev",
 			 t->name, strerror(-rc));
 	if ((uring & TAP_URING_RX) && (rc = rx_ring_init(t)) < 0) {
