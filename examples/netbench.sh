@@ -66,7 +66,7 @@
 #   tapwrite:uring  the same writes through io_uring, 64 frames per system call (a datagram
 #                   cut into fragments: one at a time): what batching the writes would be worth
 #   tapwrite:uring-linked  the same, submitted as minivmm's tx-uring=on does: one linked chain
-#                   of WRITEVs on the tap as a fixed file (SINGLE_ISSUER, DEFER_TASKRUN ring)
+#                   of WRITEVs on the tap (SINGLE_ISSUER, DEFER_TASKRUN ring)
 #   tapread:        no VM (h2g only): build/examples/tapread reads the tap, one read() per
 #                   frame, as a VMM's I/O thread does, answers ARP for the guest and counts the
 #                   datagrams to it as the probe's sink does: the ceiling of any tap-backed VMM
@@ -75,8 +75,8 @@
 #   tapread:uring   the same reads through io_uring, 64 per system call (into 64 buffers; the
 #                   ones that find the tap empty complete with EAGAIN): what batching the
 #                   reads would be worth
-#   tapread:uring-epoll  the same 64 reads, received as minivmm's rx-uring=on does: the tap as
-#                   a fixed file in a SINGLE_ISSUER ring whose eventfd an epoll
+#   tapread:uring-epoll  the same 64 reads, received as minivmm's rx-uring=on does: in a
+#                   SINGLE_ISSUER ring whose eventfd an epoll
 #                   loop waits on, each frame copied into one bounce buffer
 # --compare A B runs both, alternating which goes first (A, B on one size or round, then B, A on
 # the next, as examples/bench-blk.sh does), and adds a column with

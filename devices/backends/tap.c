@@ -12,6 +12,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vmm/base/event_loop.h"
@@ -57,9 +58,10 @@ struct tap {
 	uint8_t *rx_bufs;
 	int rx_efd;
 	struct event_source rx_efd_src;
-	bool rx_efd_added;   /* the loop knows it */
-	bool rx_efd_watched; /* ... and watches it (EPOLLIN) */
-	bool rx_started;     /* the reads were queued (on the ring's first use) */
+	bool rx_efd_added;    /* the loop knows it */
+	bool rx_efd_watched;  /* ... and watches it (EPOLLIN) */
+	bool rx_started;      /* the reads were queued (on the ring's first use) */
+	unsigned rx_inflight; /* reads submitted and not reaped */
 };
 
 static void update_watch(struct tap *t, uint32_t events)
@@ -184,8 +186,8 @@ static int ring_send_chain(struct tap *t, struct net_frame *f, int k)
 		}
 		/* The tap is O_NONBLOCK: a full one completes the write with -EAGAIN at once (no
 		 * RWF_NOWAIT: a kernel whose tap lacks FMODE_NOWAIT would refuse every write). */
-		io_uring_prep_writev(sqe, 0, f[i].iov, (unsigned)f[i].iovcnt, 0);
-		sqe->flags = IOSQE_FIXED_FILE | (i + 1 < k ? IOSQE_IO_LINK : 0);
+		io_uring_prep_writev(sqe, t->fd, f[i].iov, (unsigned)f[i].iovcnt, 0);
+		sqe->flags = i + 1 < k ? IOSQE_IO_LINK : 0;
 		sqe->user_data = (uint64_t)i;
 		f[i].rc = -ECANCELED;
 	}
@@ -292,8 +294,7 @@ static void rx_queue_read(struct tap *t, unsigned i)
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->rx.ring);
 	if (!sqe)
 		return;
-	io_uring_prep_read(sqe, 0, rx_buf(t, i), NET_RX_FRAME_MAX, 0);
-	sqe->flags = IOSQE_FIXED_FILE;
+	io_uring_prep_read(sqe, t->fd, rx_buf(t, i), NET_RX_FRAME_MAX, 0);
 	sqe->user_data = i;
 }
 
@@ -328,6 +329,8 @@ static ssize_t ring_recv(struct tap *t, uint8_t *buf, size_t len, const char **w
 			 * reads whose frames have come, if they still wait for this thread). */
 			int rc = io_uring_submit_and_get_events(ring);
 			entered = true;
+			if (rc > 0)
+				t->rx_inflight += (unsigned)rc;
 			if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
 				*what = "entering the ring";
 				*err = -rc;
@@ -338,6 +341,7 @@ static ssize_t ring_recv(struct tap *t, uint8_t *buf, size_t len, const char **w
 		uint64_t i = cqe->user_data;
 		int res = cqe->res;
 		io_uring_cqe_seen(ring, cqe);
+		t->rx_inflight--;
 		if (i >= RX_RING_ENTRIES) { /* cannot happen: only rx_queue_read submits */
 			*what = "a completion";
 			*err = EPROTO;
@@ -428,30 +432,36 @@ static void tap_set_rx_enabled(struct net_backend *be, bool enabled)
 	update_rx_watch(t);
 }
 
-/* A ring that can only do what this file issues: op on the tap (fixed file 0, required), with
- * no SQE flag but `flags`, and no further io_uring_register call but the I/O thread's
- * ENABLE_RINGS (which the seccomp filter allows it alone). Whoever takes over the VMM cannot
- * use it to open, connect or read files. efd >= 0: signalled when completions wait. */
-static int ring_init(struct tap *t, struct tap_ring *r, unsigned entries, unsigned setup,
-		     uint8_t op, uint8_t flags, int efd)
+/* A ring that can only do what this file issues: op (and op2, when not 0), with no SQE flag
+ * but `flags`, and no further io_uring_register call but the I/O thread's ENABLE_RINGS (which
+ * the seccomp filter allows it alone). Whoever takes over the VMM cannot use it to open,
+ * connect or otherwise reach beyond the read and write calls its filter allows anyway. The tap
+ * is not a registered file: the table of one outlives the ring's fd (the kernel frees it
+ * asynchronously), and kept the tap attached, refusing the next VMM, for 20-60 ms after exit.
+ * efd >= 0: signalled when completions are posted. */
+static int ring_init(struct tap_ring *r, unsigned entries, unsigned setup, uint8_t op, uint8_t op2,
+		     uint8_t flags, int efd)
 {
 	struct io_uring_restriction res[3];
+	unsigned nres = 0;
 	memset(res, 0, sizeof(res));
-	res[0].opcode = IORING_RESTRICTION_SQE_OP;
-	res[0].sqe_op = op;
-	res[1].opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED;
-	res[1].sqe_flags = flags;
-	res[2].opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED;
-	res[2].sqe_flags = IOSQE_FIXED_FILE;
+	res[nres].opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED;
+	res[nres++].sqe_flags = flags;
+	res[nres].opcode = IORING_RESTRICTION_SQE_OP;
+	res[nres++].sqe_op = op;
+	if (op2) {
+		res[nres].opcode = IORING_RESTRICTION_SQE_OP;
+		res[nres++].sqe_op = op2;
+	}
 	int rc = io_uring_queue_init(entries, &r->ring,
 				     IORING_SETUP_R_DISABLED | IORING_SETUP_SINGLE_ISSUER | setup);
 	if (rc < 0)
 		return rc;
 	/* Debian 12's liburing 2.3 declares io_uring_register_restrictions() but does not
 	 * export it: the raw register call does the same. */
-	if ((rc = io_uring_register_files(&r->ring, &t->fd, 1)) < 0 ||
-	    (efd >= 0 && (rc = io_uring_register_eventfd(&r->ring, efd)) < 0) ||
-	    (rc = io_uring_register(r->ring.ring_fd, IORING_REGISTER_RESTRICTIONS, res, 3)) < 0) {
+	if ((efd >= 0 && (rc = io_uring_register_eventfd(&r->ring, efd)) < 0) ||
+	    (rc = io_uring_register(r->ring.ring_fd, IORING_REGISTER_RESTRICTIONS, res, nres)) <
+		0) {
 		io_uring_queue_exit(&r->ring);
 		return rc;
 	}
@@ -472,7 +482,8 @@ static int rx_ring_init(struct tap *t)
 	 * reading this way found frames waiting at 50-120 of its epoll timeouts per 2 s run, and
 	 * idled while the sender's frames were dropped; without it, 0-2: netbench's
 	 * tapread:uring-epoll, docs/performance.md). */
-	return ring_init(t, &t->rx, RX_RING_ENTRIES, 0, IORING_OP_READ, 0, t->rx_efd);
+	return ring_init(&t->rx, RX_RING_ENTRIES, 0, IORING_OP_READ, IORING_OP_ASYNC_CANCEL, 0,
+			 t->rx_efd);
 }
 
 static void close_rx_efd(struct tap *t)
@@ -499,11 +510,56 @@ static void rx_efd_event(void *opaque, uint32_t events)
 		t->be.client.rx_ready(t->be.client.opaque);
 }
 
+/* The reads in flight hold the tap: cancel them and wait (1 s at most) until every one has
+ * completed, so that closing the fd lets go of the tap at once (the ring's own teardown, which
+ * would cancel them, runs later, asynchronously). Only the ring's submitter may enter it: where
+ * it cannot (the I/O thread has exited, and its exit cancelled its reads), nothing is done. */
+static void rx_ring_cancel(struct tap *t)
+{
+	if (!ring_in_use(&t->rx) || !t->rx_started || !t->rx_inflight)
+		return;
+	struct io_uring *ring = &t->rx.ring;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	if (!sqe && io_uring_submit(ring) > 0)
+		sqe = io_uring_get_sqe(ring); /* the queue was full of buffers given back */
+	if (!sqe)
+		return;
+	io_uring_prep_cancel_fd(sqe, t->fd, IORING_ASYNC_CANCEL_ALL);
+	sqe->user_data = RX_RING_ENTRIES; /* not a buffer */
+	int rc = io_uring_submit(ring);
+	if (rc <= 0)
+		return;
+	t->rx_inflight += (unsigned)rc - 1;
+	bool cancel_done = false;
+	struct timespec end;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += 1;
+	while (t->rx_inflight || !cancel_done) {
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec wait = {.tv_nsec = 100 * 1000 * 1000};
+		rc = io_uring_wait_cqe_timeout(ring, &cqe, &wait);
+		if (rc == 0) {
+			if (cqe->user_data == RX_RING_ENTRIES)
+				cancel_done = true;
+			else
+				t->rx_inflight--;
+			io_uring_cqe_seen(ring, cqe);
+			continue;
+		}
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((rc != -ETIME && rc != -EINTR) || now.tv_sec > end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+			return;
+	}
+}
+
 static void tap_destroy(struct net_backend *be)
 {
 	struct tap *t = (struct tap *)be;
 	if (!t->gone)
 		event_loop_del_fd(t->be.loop, &t->src);
+	rx_ring_cancel(t);
 	close_rx_efd(t);
 	ring_destroy(&t->tx);
 	ring_destroy(&t->rx);
@@ -540,6 +596,27 @@ static void probe_offloads(struct tap *t)
 	ioctl(t->fd, TUNSETOFFLOAD, 0); /* nothing until the guest accepts offloads */
 }
 
+/* A tap without IFF_MULTI_QUEUE takes one file at a time, and the previous one lets go only
+ * when the kernel has dropped every reference to it: a VMM that just exited may hold it for a
+ * few milliseconds more (its io_uring requests are cancelled asynchronously). So EBUSY is
+ * retried, every 10 ms for up to a second, before it is believed (a restore right after the
+ * original was stopped, a test that starts the next VM at once). */
+#define ATTACH_RETRY_MS 10
+#define ATTACH_TRIES	100
+
+static int attach(int fd, struct ifreq *ifr)
+{
+	for (int i = 0;; i++) {
+		if (ioctl(fd, TUNSETIFF, ifr) == 0)
+			return 0;
+		if (errno != EBUSY || i + 1 >= ATTACH_TRIES)
+			return -1;
+		struct timespec pause = {.tv_nsec = ATTACH_RETRY_MS * 1000000L};
+		while (nanosleep(&pause, &pause) < 0 && errno == EINTR)
+			;
+	}
+}
+
 struct net_backend *tap_backend_open(const char *name, struct event_loop *loop,
 				     const struct net_backend_client *client, unsigned uring,
 				     char *err, size_t errlen)
@@ -556,12 +633,13 @@ struct net_backend *tap_backend_open(const char *name, struct event_loop *loop,
 	}
 	struct ifreq ifr = {.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR};
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
-	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+	if (attach(fd, &ifr) < 0) {
 		int e = errno;
 		snprintf(err, errlen, "cannot attach to tap '%s': %s%s", name, strerror(e),
 			 e == EPERM ? " (create it first: ip tuntap add NAME mode tap user $USER, "
 				      "or run with CAP_NET_ADMIN)"
-				    : "");
+			 : e == EBUSY ? " (another process has it open)"
+				      : "");
 		close(fd);
 		return NULL;
 	}
@@ -602,8 +680,8 @@ struct net_backend *tap_backend_open(const char *name, struct event_loop *loop,
 	 * work queued behind it (one chain of 64: 2.2x the packets of plain links on the
 	 * development VM, as fast as unlinked writes). */
 	if ((uring & TAP_URING_TX) &&
-	    (rc = ring_init(t, &t->tx, TX_RING_ENTRIES, IORING_SETUP_DEFER_TASKRUN,
-			    IORING_OP_WRITEV, IOSQE_IO_LINK, -1)) < 0)
+	    (rc = ring_init(&t->tx, TX_RING_ENTRIES, IORING_SETUP_DEFER_TASKRUN, IORING_OP_WRITEV,
+			    0, IOSQE_IO_LINK, -1)) < 0)
 		log_warn("tap %s: tx-uring=on, but no io_uring ring (%s): transmitting with writev",
 			 t->name, strerror(-rc));
 	if ((uring & TAP_URING_RX) && (rc = rx_ring_init(t)) < 0) {

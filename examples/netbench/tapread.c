@@ -13,7 +13,7 @@
 // io_uring_enter sending back the buffers taken and waiting for the next frames: what a VMM
 // would gain by batching its tap reads (netbench's tapread:uring).
 // --uring-epoll receives as minivmm's tap backend does with rx-uring=on (netbench's
-// tapread:uring-epoll): the same 64 reads in flight, on the tap as a registered file, in a
+// tapread:uring-epoll): the same 64 reads in flight, on the tap (not a registered file), in a
 // SINGLE_ISSUER ring (not DEFER_TASKRUN) whose completions signal an eventfd that an event loop
 // (epoll) waits on; each frame is copied out of its ring buffer into one bounce buffer, as
 // minivmm copies it into the device's, and taken from there.
@@ -163,9 +163,8 @@ static int read_one(int fd)
 // frames taken, or -1 when none came.
 static uint8_t ring_buf[BATCH][VNET_HLEN + 65536];
 
-// Queues (does not submit) a read of the tap into ring_buf[i]: on fd, or with --uring-epoll on
-// the registered file 0 (fixed is then true and fd is 0).
-static void read_prep(struct io_uring *ring, int fd, bool fixed, unsigned i)
+// Queues (does not submit) a read of the tap (fd) into ring_buf[i].
+static void read_prep(struct io_uring *ring, int fd, unsigned i)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 	if (!sqe) { // cannot happen: BATCH reads in flight at most, in a ring of BATCH entries
@@ -173,14 +172,12 @@ static void read_prep(struct io_uring *ring, int fd, bool fixed, unsigned i)
 		die("io_uring submission queue full");
 	}
 	io_uring_prep_read(sqe, fd, ring_buf[i], sizeof(ring_buf[i]), 0);
-	if (fixed)
-		sqe->flags |= IOSQE_FIXED_FILE;
 	sqe->user_data = i;
 }
 
 static void read_submit(struct io_uring *ring, int fd, unsigned i)
 {
-	read_prep(ring, fd, false, i);
+	read_prep(ring, fd, i);
 }
 
 static int read_batch(struct io_uring *ring, int fd)
@@ -269,7 +266,7 @@ static int read_wake(struct io_uring *ring, int tap, int efd, int epfd)
 			errno = -res;
 			die("io_uring read from the tap");
 		}
-		read_prep(ring, 0, true, i);
+		read_prep(ring, tap, i);
 		io_uring_cqe_seen(ring, cqe);
 	}
 	return got ? got : -1;
@@ -353,10 +350,6 @@ int main(int argc, char **argv)
 			errno = -rc;
 			die("io_uring_queue_init (SINGLE_ISSUER)");
 		}
-		if ((rc = io_uring_register_files(&ring, &fd, 1)) < 0) {
-			errno = -rc;
-			die("io_uring_register_files");
-		}
 		efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 		if (efd < 0)
 			die("eventfd");
@@ -369,7 +362,7 @@ int main(int argc, char **argv)
 		if (epfd < 0 || epoll_ctl(epfd, EPOLL_CTL_ADD, efd, &ev) < 0)
 			die("epoll");
 		for (unsigned i = 0; i < BATCH; i++)
-			read_prep(&ring, 0, true, i);
+			read_prep(&ring, fd, i);
 		if ((rc = io_uring_submit(&ring)) < 0) {
 			errno = -rc;
 			die("io_uring_submit");

@@ -13,7 +13,7 @@
 // --uring hands the writes to io_uring, 64 frames per io_uring_enter (netbench's tapwrite:uring):
 // what a VMM would gain by submitting a batch in one system call instead of a write() each.
 // --uring-linked submits them as minivmm's tx-uring=on does (netbench's tapwrite:uring-linked):
-// one linked chain of WRITEVs on the tap as a registered file, in a SINGLE_ISSUER and
+// one linked chain of WRITEVs on the tap (not a registered file), in a SINGLE_ISSUER and
 // DEFER_TASKRUN ring, so what keeps the frames in order can be priced against plain --uring.
 // Output: "tapsend: msgs=N frames=N secs=S pps=N size=S mode=write|napi|uring|uring-linked" on
 // stdout; exit 1 on an error, 2 on a usage error.
@@ -158,7 +158,7 @@ static void next_id(struct datagram *d)
 }
 
 // n writes of one frame through io_uring: one io_uring_enter submits them and waits for all.
-// linked: WRITEVs on fixed file 0, each linked to the next, as minivmm's tap backend submits.
+// linked: WRITEVs, each linked to the next, as minivmm's tap backend submits.
 static void write_batch(struct io_uring *ring, int fd, const uint8_t *frame, size_t len, unsigned n,
 			bool linked)
 {
@@ -170,8 +170,8 @@ static void write_batch(struct io_uring *ring, int fd, const uint8_t *frame, siz
 			io_uring_prep_write(sqe, fd, frame, (unsigned)len, 0);
 			continue;
 		}
-		io_uring_prep_writev(sqe, 0, &iov, 1, 0);
-		sqe->flags = IOSQE_FIXED_FILE | (i + 1 < n ? IOSQE_IO_LINK : 0);
+		io_uring_prep_writev(sqe, fd, &iov, 1, 0);
+		sqe->flags = i + 1 < n ? IOSQE_IO_LINK : 0;
 	}
 	int rc = io_uring_submit_and_wait(ring, n);
 	if (rc < 0) {
@@ -243,8 +243,6 @@ int main(int argc, char **argv)
 		unsigned flags =
 		    linked ? IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN : 0;
 		int rc = io_uring_queue_init(64, &ring, flags);
-		if (rc == 0 && linked)
-			rc = io_uring_register_files(&ring, &fd, 1);
 		if (rc < 0) {
 			errno = -rc;
 			die("io_uring_queue_init");

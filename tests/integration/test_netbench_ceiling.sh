@@ -61,8 +61,8 @@ run h2guring --dir h2g --config tapread:uring --sizes "64 3000"
 for size in 64 3000; do
 	positive "$out" tapread:uring $size recv_msgs pps mbps vmm_cpu_us_per_pkt
 done
-# ... and the reads as minivmm's rx-uring=on receives them (the tap as a fixed file, a
-# DEFER_TASKRUN ring's eventfd waited on by epoll, each frame copied into a bounce buffer): each
+# ... and the reads as minivmm's rx-uring=on receives them (a SINGLE_ISSUER ring's eventfd
+# waited on by epoll, each frame copied into a bounce buffer): each
 # datagram counted once, its payload only, for the 1 s asked for.
 run h2guringepoll --dir h2g --config tapread:uring-epoll --sizes "64 3000"
 grep -q '"configs":\["tapread:uring-epoll"\]' <<<"$out" || fail "h2g uring-epoll: configs: $out"
@@ -94,7 +94,7 @@ grep -q '"configs":\["tapwrite:napi","tapwrite:uring"\]' <<<"$out" || fail "g2h 
 for cfg in tapwrite:napi tapwrite:uring; do
 	for size in 64 3000; do positive "$out" $cfg $size recv_msgs pps mbps vmm_cpu_us_per_pkt; done
 done
-# ... and io_uring as minivmm's tx-uring=on submits (a linked chain on the tap as a fixed file).
+# ... and io_uring as minivmm's tx-uring=on submits (a linked chain on the tap).
 run tapwritelinked --dir g2h --config tapwrite:uring-linked --sizes "64 3000"
 for size in 64 3000; do
 	positive "$out" tapwrite:uring-linked $size recv_msgs pps mbps vmm_cpu_us_per_pkt

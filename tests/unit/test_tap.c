@@ -10,7 +10,10 @@
 #include <errno.h>
 #include <linux/if_packet.h>
 #include <linux/io_uring.h>
+#include <fcntl.h>
+#include <linux/if_tun.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <seccomp.h>
 #include <semaphore.h>
 #include <stdio.h>
@@ -456,4 +459,110 @@ Test(tap, rx_ring_not_enabled_falls_back_to_read, .fini = close_tap)
 		  log);
 	free(log);
 	close_tap();
+}
+
+/* ---- letting go of the tap ---- */
+
+/* A destroyed backend lets go of its tap at once, so the next VMM (a restore right after the
+ * old one was stopped, a restarted test) attaches to the same name: a ring holding the tap as
+ * a registered file, or reads still in flight on it, kept it attached (EBUSY for the next
+ * one) for 20-60 ms after the close, until the kernel's asynchronous ring teardown ran. */
+static void tap_free_after_destroy(unsigned uring)
+{
+	open_tap(uring);
+	tap->ops->set_rx_enabled(tap, true);
+	cr_assert_eq(drain(), 0); /* with rx-uring: the reads are in flight */
+	build_batch();
+	cr_assert_eq(tap->ops->send_batch(tap, batch, NR_FRAMES), NR_FRAMES);
+	tap->ops->destroy(tap);
+	tap = NULL;
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	struct ifreq ifr = {.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR};
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", tap_name);
+	int rc = ioctl(fd, TUNSETIFF, &ifr);
+	int e = errno;
+	close(fd);
+	cr_assert_eq(rc, 0, "the tap is still held after destroy: %s", strerror(e));
+	close_tap();
+}
+
+Test(tap, destroyed_backend_lets_go_of_its_tap_at_once, .fini = close_tap)
+{
+	tap_free_after_destroy(0);
+}
+
+Test(tap, destroyed_backend_with_rings_lets_go_of_its_tap_at_once, .fini = close_tap)
+{
+	tap_free_after_destroy(TAP_URING_TX | TAP_URING_RX);
+}
+
+Test(tap, destroyed_backend_with_a_tx_ring_lets_go_of_its_tap_at_once, .fini = close_tap)
+{
+	tap_free_after_destroy(TAP_URING_TX);
+}
+
+/* The next VMM waits for the previous one to let go: an attach that finds the tap busy is
+ * retried (for up to a second), so a tap released 100 ms later is attached; one that stays
+ * busy is refused with a line that says why. */
+static int holder = -1;
+
+static int hold_tap(void)
+{
+	snprintf(tap_name, sizeof(tap_name), "mvtu%d", (int)(getpid() % 100000));
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	struct ifreq ifr = {.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR};
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", tap_name);
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0)
+		cr_skip_test("no tap for this user: %s", strerror(errno));
+	return fd;
+}
+
+static void *let_go_later(void *arg)
+{
+	(void)arg;
+	/* What is measured is that the open waits, not how long: 100 ms is ten retries. */
+	struct timespec t = {.tv_nsec = 100 * 1000 * 1000};
+	nanosleep(&t, NULL);
+	close(holder);
+	holder = -1;
+	return NULL;
+}
+
+static void release_holder(void)
+{
+	if (holder >= 0)
+		close(holder);
+	holder = -1;
+	close_tap();
+}
+
+Test(tap, attach_waits_for_the_previous_owner_to_let_go, .fini = release_holder)
+{
+	holder = hold_tap();
+	pthread_t th;
+	cr_assert_eq(pthread_create(&th, NULL, let_go_later, NULL), 0);
+	cr_assert_eq(event_loop_init(&loop), 0);
+	loop_ready = true;
+	const struct net_backend_client client = {
+	    .rx_ready = rx_ready, .tx_ready = no_callback, .link_down = link_down};
+	char err[200];
+	tap = tap_backend_open(tap_name, &loop, &client, 0, err, sizeof(err));
+	pthread_join(th, NULL);
+	cr_assert_not_null(tap, "%s", err);
+}
+
+Test(tap, attach_to_a_tap_in_use_is_refused, .fini = release_holder)
+{
+	holder = hold_tap();
+	cr_assert_eq(event_loop_init(&loop), 0);
+	loop_ready = true;
+	const struct net_backend_client client = {
+	    .rx_ready = rx_ready, .tx_ready = no_callback, .link_down = link_down};
+	char err[200] = "";
+	tap = tap_backend_open(tap_name, &loop, &client, 0, err, sizeof(err));
+	cr_assert_null(tap);
+	cr_assert(strstr(err, "cannot attach to tap") && strstr(err, "another process has it open"),
+		  "%s", err);
 }
