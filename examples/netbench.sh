@@ -72,8 +72,8 @@
 #                   datagrams to it as the probe's sink does: the ceiling of any tap-backed VMM
 #                   receiving on this host, and (VMM CPU column) what the host's UDP -> tap
 #                   path and the read alone cost per packet
-#   tapread:uring   the same reads through io_uring, 64 per system call (into 64 buffers; the
-#                   ones that find the tap empty complete with EAGAIN): what batching the
+#   tapread:uring   the same reads through io_uring, 64 per system call (into 64 buffers; a
+#                   read of an empty tap waits, io_uring polls it): what batching the
 #                   reads would be worth
 #   tapread:uring-epoll  the same 64 reads, received as minivmm's rx-uring=on does: in a
 #                   SINGLE_ISSUER ring whose eventfd an epoll
