@@ -75,7 +75,7 @@ include firmware/firmware.mk
 # The start-up floor (examples/bench-boot.sh --startup): a program that does only what any KVM
 # VMM must to get a serial byte out, and the four-instruction PVH guest both boot.
 examples: $(BUILD)/examples/startup-floor $(BUILD)/examples/tiny-guest.elf \
-	$(BUILD)/examples/tcpperf $(BUILD)/examples/first-byte
+	$(BUILD)/examples/tcpperf $(BUILD)/examples/first-byte $(BUILD)/examples/tapwake
 
 # Process start to the first console byte, a text, a UDP echo (bench-boot.sh, bench-snapshot.sh,
 # the nested snapshot_user).
@@ -87,6 +87,11 @@ $(BUILD)/examples/first-byte: examples/first-byte.c
 $(BUILD)/examples/tcpperf: examples/netbench/tcpperf.c examples/netbench/tool.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -Wall -Wextra -Werror -O2 -o $@ $<
+
+# A frame's wake-up at a low rate, read() against rx-uring=on's ring (docs/performance.md).
+$(BUILD)/examples/tapwake: examples/netbench/tapwake.c examples/netbench/tool.h examples/netbench/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -Wall -Wextra -Werror -O2 -o $@ $< -luring -lpthread
 
 $(BUILD)/examples/startup-floor: examples/startup-floor.c
 	@mkdir -p $(dir $@)
