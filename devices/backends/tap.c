@@ -28,7 +28,7 @@
 #define TUN_F_USO6 0x40
 #endif
 
-/* One of the tap's io_urings: restricted to one operation on the tap (fixed file 0), created
+/* One of the tap's io_urings: restricted to the operations this file issues (ring_init), created
  * disabled at open and enabled by its first use, on the I/O thread, which is then the only
  * thread that may submit to it (SINGLE_ISSUER). */
 struct tap_ring {
@@ -520,8 +520,12 @@ static void rx_ring_cancel(struct tap *t)
 		return;
 	struct io_uring *ring = &t->rx.ring;
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-	if (!sqe && io_uring_submit(ring) > 0)
-		sqe = io_uring_get_sqe(ring); /* the queue was full of buffers given back */
+	if (!sqe) { /* the queue is full of buffers given back: send them, then cancel them too */
+		int sent = io_uring_submit(ring);
+		if (sent > 0)
+			t->rx_inflight += (unsigned)sent;
+		sqe = io_uring_get_sqe(ring);
+	}
 	if (!sqe)
 		return;
 	io_uring_prep_cancel_fd(sqe, t->fd, IORING_ASYNC_CANCEL_ALL);

@@ -803,16 +803,21 @@ void virtio_net_stats(const struct virtio_net *n, struct virtio_net_stats *out)
 					 .poll_rx = n->poll_rx};
 }
 
+/* What the backend says of one of its paths, or its name where it does not say. */
+static const char *backend_path(const struct virtio_net *n,
+				const char *(*path)(struct net_backend *be))
+{
+	return path ? path(n->backend) : n->backend->ops->name;
+}
+
 const char *virtio_net_tx_path(const struct virtio_net *n)
 {
-	const struct net_backend_ops *ops = n->backend->ops;
-	return ops->tx_path ? ops->tx_path(n->backend) : ops->name;
+	return backend_path(n, n->backend->ops->tx_path);
 }
 
 const char *virtio_net_rx_path(const struct virtio_net *n)
 {
-	const struct net_backend_ops *ops = n->backend->ops;
-	return ops->rx_path ? ops->rx_path(n->backend) : ops->name;
+	return backend_path(n, n->backend->ops->rx_path);
 }
 
 void virtio_net_quiesce(struct virtio_net *n)
