@@ -29,7 +29,7 @@ FW_UNIT_SRCS := firmware/net/tcp.c firmware/net/vnet_hdr.c
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o) $(FW_UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \
-	check-layers clean fuzz fuzz-replay fuzz-coverage mutants examples seccomp-cost snapshot-cost
+	check-layers check-pipes clean fuzz fuzz-replay fuzz-coverage mutants examples seccomp-cost snapshot-cost
 all: $(BUILD)/minivmm firmware examples
 
 $(BUILD)/minivmm: $(VMM_OBJS)
@@ -130,7 +130,7 @@ sanitize-test:
 	$(MAKE) BUILD=build-san SANITIZE=1 build-san/minivmm
 	MINIVMM=build-san/minivmm MINIVMM_SKIP_STOCK_KERNEL=1 ./tests/integration/run.sh
 
-test: check-format check-layers unit-test fuzz-replay integration-test linux-test sanitize-test
+test: check-format check-layers check-pipes unit-test fuzz-replay integration-test linux-test sanitize-test
 	@echo "ALL TESTS PASSED"
 
 # Mutation check (not part of `make test`): every mutant in tests/mutants.txt, applied alone to a
@@ -262,6 +262,9 @@ check-format:
 # The include arrows point one way, vmm/ -> arch/ -> devices/ -> vmm/base/ (check-layers.sh).
 check-layers:
 	./scripts/check-layers.sh
+# No pipe into head, grep -q or an early awk exit in a script under pipefail (check-pipes.sh).
+check-pipes:
+	./scripts/check-pipes.sh
 
 clean:
 	rm -rf build build-san $(FUZZ_BUILD) $(FUZZ_COV_BUILD)

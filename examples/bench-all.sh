@@ -115,7 +115,7 @@ if awk -v l="$L1" 'BEGIN { exit !(l > 0.5) }'; then
 fi
 
 # The machine line: CPU model, cores, kernel, load average at the start
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+cpu=$(sed -n '/^model name/{s/^model name[[:space:]]*: //p;q}' /proc/cpuinfo)
 MACHINE="${cpu:-unknown CPU}, $(nproc) cores, kernel $(uname -r), load average $L1 $L5 $L15 at the start"
 rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -z "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || rev="$rev (with local changes)"

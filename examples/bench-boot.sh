@@ -115,10 +115,10 @@ samples() { awk '$2 != "-"' "$1" | wc -l; }
 say() { [ "$JSON" = 1 ] || echo "$@"; }
 
 DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
-CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+CPU=$(sed -n '/^model name/{s/^model name[[:space:]]*: //p;q}' /proc/cpuinfo)
 KERNEL=$(uname -r)
 NPROC=$(nproc)
-QEMU_VERSION=$("$QEMU" --version | head -1)
+QEMU_VERSION=$("$QEMU" --version | sed -n 1p)
 say "bench-boot: $DATE"
 say "machine: $NPROC CPUs ($CPU), kernel $KERNEL, $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 say "qemu: $QEMU_VERSION"

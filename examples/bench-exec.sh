@@ -44,7 +44,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 	done
 done
 median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-echo "bench-exec: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), load $(cut -d' ' -f1 /proc/loadavg); $ROUNDS rounds of $EXECS execs, order rotating"
+echo "bench-exec: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs ($(sed -n '/^model name/{s/^model name[[:space:]]*: //p;q}' /proc/cpuinfo)), load $(cut -d' ' -f1 /proc/loadavg); $ROUNDS rounds of $EXECS execs, order rotating"
 first=$(median "$TMP/0.dat")
 for ((b = 0; b < n; b++)); do
 	m=$(median "$TMP/$b.dat")

@@ -90,7 +90,7 @@ cold=$(median "$TMP/cold.dat")
 restore=$(median "$TMP/restore.dat")
 mem_kib=$(du -k "$SNAP/memory" | cut -f1)
 state_b=$(stat -c %s "$SNAP/state.bin")
-echo "bench-snapshot: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), kernel $(uname -r)"
+echo "bench-snapshot: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs ($(sed -n '/^model name/{s/^model name[[:space:]]*: //p;q}' /proc/cpuinfo)), kernel $(uname -r)"
 echo "guest: $PROBE \"$GUEST\", --memory $MEMORY --cpus $CPUS; $RUNS rounds, order alternating"
 echo "  cold:    ${CMD_cold[*]}"
 echo "  restore: ${CMD_restore[*]}"

@@ -133,7 +133,7 @@ for n in "${ACTIVE[@]}"; do
 done
 
 DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
-CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+CPU=$(sed -n '/^model name/{s/^model name[[:space:]]*: //p;q}' /proc/cpuinfo)
 if [ "$JSON" = 1 ]; then
 	num() { [ "$1" = - ] && printf null || printf '%s' "$1"; }
 	printf '{\n  "date": "%s",\n  "machine": {"nproc": %d, "cpu": "%s", "kernel": "%s"},\n' \

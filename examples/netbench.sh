@@ -252,7 +252,7 @@ fi
 if [ "$PERF" = 1 ]; then
 	if ! command -v perf >/dev/null; then
 		PERF=0 PERF_NOTE="perf is not installed"
-	elif ! perf stat -x, -e instructions -- true 2>&1 | grep -q '^[0-9][0-9]*,'; then
+	elif ! perf stat -x, -e instructions -- true 2>&1 | grep '^[0-9][0-9]*,' >/dev/null; then
 		PERF=0 PERF_NOTE="perf cannot count instructions on this host (perf stat -e instructions true)"
 	fi
 fi
@@ -364,7 +364,7 @@ setup_link() {
 	local i=$1 kind=$2
 	ip -n "$NS" link del "${TAP[$i]}" 2>/dev/null || true
 	if [ "$kind" = netns ]; then
-		if ! ip netns list | grep -qw "${NS_G[$i]}"; then
+		if ! ip netns list | grep -w "${NS_G[$i]}" >/dev/null; then
 			add_ns "${NS_G[$i]}"
 		fi
 		ip -n "$NS" link add "${TAP[$i]}" type veth peer name eth0 netns "${NS_G[$i]}"
@@ -638,7 +638,7 @@ vmm_pid_wait() {
 	pid=$(cat "$TMP/$name.pid")
 	if [[ "$kind" == minivmm* || "$kind" == qemu* ]]; then
 		n=0
-		until cat /proc/"$pid"/task/*/comm 2>/dev/null | grep -qx 'vcpu0\|CPU 0/KVM'; do
+		until cat /proc/"$pid"/task/*/comm 2>/dev/null | grep -x 'vcpu0\|CPU 0/KVM' >/dev/null; do
 			n=$((n + 1))
 			[ $n -lt 500 ] && kill -0 "$pid" 2>/dev/null || break
 			sleep 0.01

@@ -48,7 +48,7 @@ startup_main() {
 
 	local date cpu
 	date=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
-	cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+	cpu=$(sed -n '/^model name/{s/^model name[[:space:]]*: //p;q}' /proc/cpuinfo)
 	if [ "$JSON" != 1 ]; then
 		echo "bench-boot --startup: $date"
 		echo "machine: $(nproc) CPUs ($cpu), kernel $(uname -r)"

@@ -20,8 +20,8 @@ KPKG=$OUT/kernel
 if ! ls "$KPKG"/boot/vmlinuz-* >/dev/null 2>&1; then
 	"$ROOT/scripts/fetch-test-kernel.sh" "$KPKG" --modules >/dev/null
 fi
-VMLINUZ=$(ls "$KPKG"/boot/vmlinuz-* | head -n 1)
-MODDIR=$(ls -d "$KPKG"/lib/modules/* | head -n 1)
+VMLINUZ=$(ls "$KPKG"/boot/vmlinuz-* | sed -n 1p)
+MODDIR=$(ls -d "$KPKG"/lib/modules/* | sed -n 1p)
 
 # copy_modules DEST NAME...: the named modules, flat, in load order.
 copy_modules() {
@@ -78,7 +78,9 @@ copy_modules "$L1/modules" irqbypass kvm kvm-amd tun loop sch_netem sch_ingress 
 	act_mirred ifb
 copy_binary "$L1" "$MINIVMM"
 # libslirp is loaded by minivmm (dlopen) only for --net user: ldd does not list it.
-SLIRP_LIB=$(ldconfig -p | awk '/libslirp\.so\.0 .*x86-64/ { print $NF; exit }')
+# awk reads to the end: leaving early would kill ldconfig with SIGPIPE once its list outgrows
+# the pipe, and pipefail would end this script with status 141 (it did, one run in two).
+SLIRP_LIB=$(ldconfig -p | awk '/libslirp\.so\.0 .*x86-64/ && !found { print $NF; found = 1 }')
 [ -n "$SLIRP_LIB" ] || die "libslirp.so.0 is not installed (libslirp0, scripts/install-deps.sh)"
 copy_binary "$L1" "$SLIRP_LIB"
 mv "$L1$MINIVMM" "$L1/bin/minivmm"
