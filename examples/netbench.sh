@@ -78,6 +78,9 @@
 #   tapread:uring-epoll  the same 64 reads, received as minivmm's rx-uring=on does: in a
 #                   SINGLE_ISSUER ring whose eventfd an epoll
 #                   loop waits on, each frame copied into one bounce buffer
+#   tapread:backend, tapread:backend-ring  minivmm's own tap backend (devices/backends/tap.c)
+#                   linked into tapread, without and with rx-uring=on, taking frames as the
+#                   device does (64 per wake at most): the VMM's receive code minus the guest
 # --compare A B runs both, alternating which goes first (A, B on one size or round, then B, A on
 # the next, as examples/bench-blk.sh does), and adds a column with
 # B's speedup over A in percent (throughput; packets/s for pps; transactions/s for rr).
@@ -262,10 +265,10 @@ for c in "${CONFIGS[@]}"; do
 	tapwrite | tapwrite: | tapwrite:napi | tapwrite:uring | tapwrite:uring-linked)
 		[[ "$DIR" == g2h || "$DIR" == pps ]] || die "tapwrite: measures g2h and pps only"
 		[ "$PROTO" = udp ] || die "tapwrite: measures UDP only" ;;
-	tapread | tapread: | tapread:uring | tapread:uring-epoll)
+	tapread | tapread: | tapread:uring | tapread:uring-epoll | tapread:backend | tapread:backend-ring)
 		[ "$DIR" = h2g ] || die "tapread: measures h2g only (it receives what the host sends to the guest)"
 		[ "$PROTO" = udp ] || die "tapread: measures UDP only" ;;
-	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite:[napi|uring|uring-linked] or tapread:[uring|uring-epoll] ($c)" ;;
+	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite:[napi|uring|uring-linked] or tapread:[uring|uring-epoll|backend|backend-ring] ($c)" ;;
 	esac
 done
 
@@ -303,7 +306,8 @@ done
 mkdir -p build/examples
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$UDPPERF" examples/netbench/udpperf.c
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TAPSEND" examples/netbench/tapsend.c -luring
-cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TAPREAD" examples/netbench/tapread.c -luring
+# tapread's --backend modes link minivmm's own tap backend and event loop: the Makefile knows.
+make -s --no-print-directory BUILD=build "$TAPREAD" >/dev/null
 cc -std=c11 -O2 -Wall -Wextra -Werror -o "$TCPPERF" examples/netbench/tcpperf.c
 UDPPERF=$PWD/$UDPPERF TAPSEND=$PWD/$TAPSEND TAPREAD=$PWD/$TAPREAD TCPPERF=$PWD/$TCPPERF
 HOST_TOOL=$UDPPERF
@@ -486,7 +490,7 @@ guest_start() {
 	tapread) # udp_sink: counts for SECS from the first datagram, as the probe does
 		cmd=("$TAPREAD" --tap "${TAP[$i]}" --mac "${GUEST_MAC[$i]}" --ip "${GUEST_IP[$i]}"
 			--port "$PORT" --secs "$secs" --wait-secs "$TIMEOUT" --ready-file "$TMP/$name.ready")
-		[ -z "$opts" ] || cmd+=("--$opts") # uring or uring-epoll
+		[ -z "$opts" ] || cmd+=("--$opts") # uring, uring-epoll, backend or backend-ring
 		[ -z "$IO_PIN" ] || cmd=(taskset -c "$IO_PIN" "${cmd[@]}")
 		;;
 	esac

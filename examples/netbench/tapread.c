@@ -1,7 +1,7 @@
 // tapread: the ceiling of a tap-backed VMM's host-to-guest path on this host.
 //
 //   tapread --tap NAME --mac MAC --ip IP [--port P] [--secs N] [--wait-secs N]
-//           [--ready-file FILE] [--uring | --uring-epoll]
+//           [--ready-file FILE] [--uring | --uring-epoll | --backend | --backend-ring]
 //
 // Stands where a VMM's I/O thread stands: attaches to the tap as minivmm does (IFF_VNET_HDR,
 // non-blocking, no offloads, as for the probe, which takes none) and reads one frame per
@@ -17,11 +17,17 @@
 // SINGLE_ISSUER ring (not DEFER_TASKRUN) whose completions signal an eventfd that an event loop
 // (epoll) waits on; each frame is copied out of its ring buffer into one bounce buffer, as
 // minivmm copies it into the device's, and taken from there.
-// Output: "tapread: msgs=N bytes=N secs=S mbps=M pps=N frames=N mode=read|uring|uring-epoll" on
+// --backend and --backend-ring receive with minivmm's own tap backend (devices/backends/tap.c,
+// linked in) on minivmm's event loop, without and with rx-uring=on, taking at most 64 frames per
+// wake before looking again, as the device does (netbench's tapread:backend and
+// tapread:backend-ring): the code itself, not a stand-in, minus the guest.
+// Output: "tapread: msgs=N bytes=N secs=S mbps=M pps=N frames=N mode=MODE" on
 // stdout (bytes: UDP payload; frames: every frame read); exit 1 on an error or when no datagram
-// arrived within --wait-secs (default 30), 2 on a usage error (--uring and --uring-epoll
-// together, too). --ready-file FILE is written once attached.
+// arrived within --wait-secs (default 30), 2 on a usage error (two modes together, too).
+// --ready-file FILE is written once attached.
+#ifndef _GNU_SOURCE // netbench and make build it with -D_GNU_SOURCE, as minivmm's own code
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <liburing.h>
 #include <poll.h>
@@ -38,9 +44,12 @@
 #define TOOL_NAME "tapread"
 #define TOOL_USAGE                                                                                 \
 	"usage: tapread --tap NAME --mac MAC --ip IP [--port P] [--secs N] [--wait-secs N] "       \
-	"[--ready-file FILE] [--uring | --uring-epoll]"
+	"[--ready-file FILE] [--uring | --uring-epoll | --backend | --backend-ring]"
 #include "tool.h"
 #include "tap.h"
+
+#include "devices/backends/tap.h"
+#include "vmm/base/event_loop.h"
 
 #define ETH_HLEN  14
 #define ARP_LEN	  28
@@ -48,7 +57,8 @@
 #define CHECK_GAP 64 // frames between two looks at the clock while frames flow
 
 static uint8_t my_mac[6];
-static uint32_t my_ip; // network order
+static struct net_backend *backend; // --backend*: minivmm's tap backend, else NULL
+static uint32_t my_ip;		    // network order
 static unsigned my_port;
 
 static unsigned get16(const uint8_t *p)
@@ -76,8 +86,16 @@ static void arp(int fd, const uint8_t *eth, size_t n)
 	memcpy(ra + 8, my_mac, 6);
 	memcpy(ra + 14, &my_ip, 4);
 	memcpy(ra + 18, a + 8, 10); // the requester's MAC and IP
-	if (write(fd, r, sizeof(r)) != (ssize_t)sizeof(r) && errno != EAGAIN)
+	if (backend) {
+		struct iovec iov = {.iov_base = r, .iov_len = sizeof(r)};
+		int rc = backend->ops->send(backend, &iov, 1);
+		if (rc < 0 && rc != -EAGAIN) {
+			errno = -rc;
+			die("the tap backend's send");
+		}
+	} else if (write(fd, r, sizeof(r)) != (ssize_t)sizeof(r) && errno != EAGAIN) {
 		die("write to the tap");
+	}
 }
 
 // The datagram being reassembled: fragments arrive in order, each where the last one ended.
@@ -272,19 +290,100 @@ static int read_wake(struct io_uring *ring, int tap, int efd, int epfd)
 	return got ? got : -1;
 }
 
+// --backend*: one wake's frames, as the device takes them (RX_BATCH in devices/virtio/net.c):
+// at most BATCH, each into the device's one buffer (bounce); more_pending says a full batch
+// was taken, so the caller comes back without waiting (the device's bottom half).
+static bool more_pending;
+
+static void backend_rx_ready(void *opaque)
+{
+	(void)opaque;
+	int n = 0;
+	ssize_t len = 0;
+	while (n < BATCH && (len = backend->ops->recv(backend, bounce, sizeof(bounce))) > 0) {
+		take(-1, bounce, (size_t)len);
+		n++;
+	}
+	if (len < 0) {
+		errno = (int)-len;
+		die("the tap backend's recv");
+	}
+	more_pending = n == BATCH;
+}
+
+static void backend_nothing(void *opaque)
+{
+	(void)opaque;
+}
+
+static void backend_link_down(void *opaque, const char *why)
+{
+	(void)opaque;
+	fprintf(stderr, "tapread: the tap backend went down: %s\n", why);
+	exit(1);
+}
+
+static void backend_open(struct event_loop *loop, const char *tap, bool ring)
+{
+	if (event_loop_init(loop) < 0)
+		die("event_loop_init");
+	struct net_backend_client client = {.rx_ready = backend_rx_ready,
+					    .tx_ready = backend_nothing,
+					    .link_down = backend_link_down};
+	char err[256];
+	backend = tap_backend_open(tap, loop, &client, ring ? TAP_URING_RX : 0, err, sizeof(err));
+	if (!backend) {
+		fprintf(stderr, "tapread: %s\n", err);
+		exit(1);
+	}
+	struct net_offloads none = {0}; // plain frames, IP fragments above the MTU
+	if (backend->ops->set_rx_offloads(backend, &none) < 0)
+		die("the tap backend's set_rx_offloads");
+	const char *path = backend->ops->rx_path(backend);
+	if (strcmp(path, ring ? "io_uring" : "read")) {
+		fprintf(stderr, "tapread: the backend receives by %s\n", path);
+		exit(1);
+	}
+	// As the device does once the guest has posted buffers: receive (which starts the
+	// ring), then ask to be told of the next frames.
+	backend_rx_ready(NULL);
+	backend->ops->set_rx_enabled(backend, true);
+}
+
+// --backend*: one turn of the event loop (none when a full batch left more to take). Returns
+// frames taken, or -1 when none came.
+static int backend_wake(struct event_loop *loop)
+{
+	unsigned long long before = frames;
+	if (more_pending)
+		backend_rx_ready(NULL);
+	else if (event_loop_run_once(loop, 100) < 0 && errno != EINTR) // 100 ms: the clock
+		die("event_loop_run_once");
+	return frames > before ? (int)(frames - before) : -1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *tap = NULL, *mac = NULL, *ip = NULL, *ready = NULL;
 	long port = 9000, secs = 2, wait_secs = 30;
-	bool uring = false, uring_epoll = false;
+	bool uring = false, uring_epoll = false, be = false, be_ring = false;
+	int modes = 0; // mode flags given: one at most
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--uring")) {
 			uring = true;
+			modes++;
 			continue;
 		}
 		if (!strcmp(a, "--uring-epoll")) {
 			uring_epoll = true;
+			modes++;
+			continue;
+		}
+		if (!strcmp(a, "--backend") || !strcmp(a, "--backend-ring")) {
+			be = true;
+			be_ring = !strcmp(a, "--backend-ring");
+			modes++;
 			continue;
 		}
 		if (i + 1 >= argc)
@@ -307,8 +406,8 @@ int main(int argc, char **argv)
 		else
 			usage_error("unknown option", a);
 	}
-	if (uring && uring_epoll)
-		usage_error("--uring and --uring-epoll exclude each other", NULL);
+	if (modes > 1)
+		usage_error("--uring, --uring-epoll and --backend[-ring] exclude each other", NULL);
 	if (!tap || !mac || !ip)
 		usage_error("--tap, --mac and --ip are required", NULL);
 	if (strlen(tap) >= IFNAMSIZ)
@@ -319,9 +418,15 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 
-	int fd = tap_open(tap, O_NONBLOCK, 0);
-	if (ioctl(fd, TUNSETOFFLOAD, 0) < 0) // plain frames, IP fragments above the MTU
-		die("TUNSETOFFLOAD");
+	struct event_loop loop;
+	int fd = -1;
+	if (be) {
+		backend_open(&loop, tap, be_ring);
+	} else {
+		fd = tap_open(tap, O_NONBLOCK, 0);
+		if (ioctl(fd, TUNSETOFFLOAD, 0) < 0) // plain frames, IP fragments above the MTU
+			die("TUNSETOFFLOAD");
+	}
 	if (ready) {
 		FILE *f = fopen(ready, "w");
 		if (!f)
@@ -371,12 +476,13 @@ int main(int argc, char **argv)
 	double start = now_s(), t = start;
 	unsigned since_check = 0;
 	while (!stop_flag) {
-		int got = uring_epoll ? read_wake(&ring, fd, efd, epfd)
-			  : uring     ? read_batch(&ring, fd)
-				      : read_one(fd);
+		int got = be		? backend_wake(&loop)
+			  : uring_epoll ? read_wake(&ring, fd, efd, epfd)
+			  : uring	? read_batch(&ring, fd)
+					: read_one(fd);
 		if (got < 0) { // the tap was empty: wait (the rings waited already), see the clock
 			struct pollfd p = {.fd = fd, .events = POLLIN};
-			if (!uring && !uring_epoll && poll(&p, 1, 100) < 0 &&
+			if (!uring && !uring_epoll && !be && poll(&p, 1, 100) < 0 &&
 			    errno != EINTR) // 100 ms: to see the clock and signals
 				die("poll");
 			since_check = CHECK_GAP;
@@ -390,7 +496,12 @@ int main(int argc, char **argv)
 		if (msgs ? t - first >= (double)secs : t - start >= (double)wait_secs)
 			break;
 	}
-	close(fd);
+	if (be) {
+		backend->ops->destroy(backend);
+		event_loop_destroy(&loop);
+	} else {
+		close(fd);
+	}
 	if (!msgs) {
 		fprintf(stderr, "tapread: no datagram to %s port %ld arrived\n", ip, port);
 		return 1;
@@ -399,8 +510,10 @@ int main(int argc, char **argv)
 	printf("tapread: msgs=%llu bytes=%llu secs=%.3f mbps=%.2f pps=%.0f frames=%llu mode=%s\n",
 	       msgs, bytes, el, el > 0 ? (double)bytes * 8 / el / 1e6 : 0,
 	       el > 0 ? (double)msgs / el : 0, frames,
-	       uring_epoll ? "uring-epoll"
-	       : uring	   ? "uring"
-			   : "read");
+	       be_ring	     ? "backend-ring"
+	       : be	     ? "backend"
+	       : uring_epoll ? "uring-epoll"
+	       : uring	     ? "uring"
+			     : "read");
 	return 0;
 }

@@ -1,7 +1,8 @@
 // tapwake: what one frame's wake-up costs a tap reader at a low rate, read() against the
 // io_uring ring minivmm's rx-uring=on receives with (docs/performance.md, *The read side*).
 //
-//   tapwake [--mode read|ring] [--reads N] [--frames N] [--gap-us N] [--tap NAME]
+//   tapwake [--mode read|ring|backend|backend-ring] [--reads N] [--frames N] [--gap-us N]
+//           [--tap NAME]
 //
 // Makes its own tap (default mvwake0, gone when it exits) and brings it up; a second thread
 // sends --frames 64-byte frames (default 4000) on the tap's host side with a packet socket, one
@@ -11,11 +12,15 @@
 // flight in a SINGLE_ISSUER ring and waits in epoll for its eventfd, taking each completion
 // and giving its buffer back with the next io_uring_enter, as minivmm's tap backend does. An
 // empty tap arms one poll per read in flight, and a frame wakes them all: the price this
-// measures.
-// Output: "tapwake: mode=read|ring reads=N frames=N cpu_us_per_frame=X p50_us=X p90_us=X
+// measures. --mode backend and --mode backend-ring receive with minivmm's own tap backend
+// (devices/backends/tap.c, linked in) on minivmm's event loop, without and with rx-uring=on:
+// the code itself rather than a stand-in (--reads does not apply: the backend decides).
+// Output: "tapwake: mode=MODE reads=N frames=N cpu_us_per_frame=X p50_us=X p90_us=X
 // p99_us=X" (CPU: the receiving thread's own; latency: from the send to the frame in hand).
 // Exit 1 on an error or when a frame did not come, 2 on a usage error. Needs CAP_NET_ADMIN.
+#ifndef _GNU_SOURCE // netbench and make build it with -D_GNU_SOURCE, as minivmm's own code
 #define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <liburing.h>
@@ -34,9 +39,13 @@
 
 #define TOOL_NAME "tapwake"
 #define TOOL_USAGE                                                                                 \
-	"usage: tapwake [--mode read|ring] [--reads N] [--frames N] [--gap-us N] [--tap NAME]"
+	"usage: tapwake [--mode read|ring|backend|backend-ring] [--reads N] [--frames N] "         \
+	"[--gap-us N] [--tap NAME]"
 #include "tool.h"
 #include "tap.h"
+
+#include "devices/backends/tap.h"
+#include "vmm/base/event_loop.h"
 
 #define ETH_TYPE   0x88b5 // IEEE local experimental: the host stack ignores it
 #define FRAME_LEN  64
@@ -140,6 +149,54 @@ static void ring_wake(struct io_uring *ring, int fd)
 	}
 }
 
+// --mode backend*: the device's side of minivmm's tap backend. rx_ready: take every frame.
+static struct net_backend *backend;
+
+static void backend_rx_ready(void *opaque)
+{
+	(void)opaque;
+	ssize_t n;
+	while ((n = backend->ops->recv(backend, bounce, sizeof(bounce))) > 0)
+		take(bounce, n);
+	if (n < 0) {
+		errno = (int)-n;
+		die("the tap backend's recv");
+	}
+}
+
+static void backend_nothing(void *opaque)
+{
+	(void)opaque;
+}
+
+static void backend_link_down(void *opaque, const char *why)
+{
+	(void)opaque;
+	fprintf(stderr, "tapwake: the tap backend went down: %s\n", why);
+	exit(1);
+}
+
+static void backend_open(struct event_loop *loop, bool ring)
+{
+	if (event_loop_init(loop) < 0)
+		die("event_loop_init");
+	struct net_backend_client client = {.rx_ready = backend_rx_ready,
+					    .tx_ready = backend_nothing,
+					    .link_down = backend_link_down};
+	char err[256];
+	backend =
+	    tap_backend_open(tap_name, loop, &client, ring ? TAP_URING_RX : 0, err, sizeof(err));
+	if (!backend) {
+		fprintf(stderr, "tapwake: %s\n", err);
+		exit(1);
+	}
+	const char *path = backend->ops->rx_path(backend);
+	if (strcmp(path, ring ? "io_uring" : "read")) {
+		fprintf(stderr, "tapwake: the backend receives by %s\n", path);
+		exit(1);
+	}
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -150,7 +207,8 @@ int main(int argc, char **argv)
 {
 	(void)parse_ip; // tap.h's address parsing: this tool needs no address
 	(void)parse_mac;
-	bool ring_mode = false;
+	bool ring_mode = false, backend_mode = false;
+	const char *mode = "read";
 	long reads = MAX_READS;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -158,9 +216,13 @@ int main(int argc, char **argv)
 			usage_error("missing value for", a);
 		const char *v = argv[++i];
 		if (!strcmp(a, "--mode")) {
-			if (strcmp(v, "read") && strcmp(v, "ring"))
-				usage_error("--mode is read or ring, not", v);
-			ring_mode = !strcmp(v, "ring");
+			if (strcmp(v, "read") && strcmp(v, "ring") && strcmp(v, "backend") &&
+			    strcmp(v, "backend-ring"))
+				usage_error("--mode is read, ring, backend or backend-ring, not",
+					    v);
+			mode = v;
+			ring_mode = !strcmp(v, "ring") || !strcmp(v, "backend-ring");
+			backend_mode = !strncmp(v, "backend", 7);
 		} else if (!strcmp(a, "--reads")) {
 			reads = parse_long(v, 1, MAX_READS, a);
 		} else if (!strcmp(a, "--frames")) {
@@ -187,7 +249,12 @@ int main(int argc, char **argv)
 		struct timespec pause = {.tv_nsec = 10 * 1000 * 1000};
 		nanosleep(&pause, NULL);
 	}
-	int fd = tap_open(tap_name, O_NONBLOCK, 0);
+	struct event_loop loop;
+	int fd = -1;
+	if (backend_mode)
+		backend_open(&loop, ring_mode);
+	else
+		fd = tap_open(tap_name, O_NONBLOCK, 0);
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	struct ifreq ifr = {0};
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", tap_name);
@@ -204,7 +271,12 @@ int main(int argc, char **argv)
 	int efd = -1;
 	if (ep < 0)
 		die("epoll_create1");
-	if (ring_mode) {
+	if (backend_mode) {
+		// As the device does when the guest posts buffers: receive (which starts the
+		// ring), then ask to be told of the next frames.
+		backend_rx_ready(NULL);
+		backend->ops->set_rx_enabled(backend, true);
+	} else if (ring_mode) {
 		int rc = io_uring_queue_init(MAX_READS, &ring, IORING_SETUP_SINGLE_ISSUER);
 		if (rc < 0) {
 			errno = -rc;
@@ -232,6 +304,11 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	double end = now_s() + (double)nframes * (double)gap_us / 1e6 + 3;
 	while (got < nframes && !stop_flag && now_s() < end) {
+		if (backend_mode) {
+			if (event_loop_run_once(&loop, 100) < 0 && errno != EINTR)
+				die("event_loop_run_once");
+			continue;
+		}
 		struct epoll_event e;
 		int n = epoll_wait(ep, &e, 1, 100); // 100 ms: to see the clock and signals
 		if (n < 0 && errno != EINTR)
@@ -254,6 +331,10 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
 	stop_flag = 1;
 	pthread_join(th, NULL);
+	if (backend_mode) {
+		backend->ops->destroy(backend);
+		event_loop_destroy(&loop);
+	}
 	if (got < nframes) {
 		fprintf(stderr, "tapwake: %ld of %ld frames came\n", got, nframes);
 		return 1;
@@ -262,7 +343,7 @@ int main(int argc, char **argv)
 	qsort(lat, (size_t)got, sizeof(*lat), cmp_double);
 	printf("tapwake: mode=%s reads=%ld frames=%ld cpu_us_per_frame=%.2f p50_us=%.1f "
 	       "p90_us=%.1f p99_us=%.1f\n",
-	       ring_mode ? "ring" : "read", ring_mode ? reads : 0, got, cpu * 1e6 / (double)got,
+	       mode, ring_mode && !backend_mode ? reads : 0, got, cpu * 1e6 / (double)got,
 	       lat[got / 2] * 1e6, lat[got * 9 / 10] * 1e6, lat[got * 99 / 100] * 1e6);
 	return 0;
 }

@@ -3,7 +3,8 @@
 # reading the tap one frame per read(), answering ARP for the guest, counting its datagrams,
 # fragments reassembled above the MTU), request/response against netns: (UDP and TCP), which
 # --ceiling adds once, guest to host's write-path variants (tapwrite:napi, tapwrite:uring), the
-# read-path ones (tapread:uring; tapread:uring-epoll, as minivmm's rx-uring=on receives), and
+# read-path ones (tapread:uring; tapread:uring-epoll, as minivmm's rx-uring=on receives;
+# tapread:backend and tapread:backend-ring, minivmm's own tap backend linked in), and
 # the refusals of what a ceiling cannot measure. Where /dev/kvm works, --ceiling beside minivmm
 # for h2g and rr too. Nothing the script made may outlive it.
 source "$(dirname "$0")/lib.sh"
@@ -75,6 +76,21 @@ for size in 64 3000; do
 		fail "tapread:uring-epoll: $size bytes: $m messages in $e s at $r Mbit/s"
 done
 
+# minivmm's own tap backend linked into tapread, without and with rx-uring=on: each row says
+# its stand-in received that way (the backend's rx_path checked at open), datagrams counted
+# once for the 1 s asked for, fragments too.
+run h2gbackend --dir h2g --compare tapread:backend tapread:backend-ring --sizes "64 3000"
+for cfg in tapread:backend tapread:backend-ring; do
+	for size in 64 3000; do
+		positive "$out" $cfg $size recv_msgs pps mbps elapsed_s vmm_cpu_us_per_pkt
+		e=$(row "$out" $cfg $size elapsed_s)
+		m=$(row "$out" $cfg $size recv_msgs) r=$(row "$out" $cfg $size mbps)
+		awk -v e="$e" -v m="$m" -v r="$r" -v s=$size 'BEGIN { x = m * s * 8 / e / 1e6
+			exit !(e >= 0.999 && e < 2 && r > 0 && x / r > 0.99 && x / r < 1.01) }' ||
+			fail "$cfg: $size bytes: $m messages in $e s at $r Mbit/s"
+	done
+done
+
 # Request/response, UDP: netns: is its own ceiling, a row once however it is asked for.
 run rr --dir rr --config netns: --ceiling --sizes "64 4000"
 grep -q '"configs":\["netns:"\]' <<<"$out" || fail "rr --ceiling: configs: $out"
@@ -125,7 +141,7 @@ refused() {
 		fail "$*: status $rc, $(cat "$TEST_TMP/refused.err")"
 }
 refused 'tapread: measures h2g only' --dir g2h --config tapread: --sizes 64
-refused 'tapwrite:\[napi|uring|uring-linked\] or tapread:\[uring|uring-epoll\]' --dir g2h --config tapwrite:fast --sizes 64
+refused 'tapwrite:\[napi|uring|uring-linked\] or tapread:\[uring|uring-epoll|backend|backend-ring\]' --dir g2h --config tapwrite:fast --sizes 64
 refused 'tapread: measures h2g only' --dir g2h --config tapread:uring-epoll --sizes 64
 refused 'tapread: measures h2g only' --dir rr --config tapread:
 refused 'tapread: measures UDP only' --dir h2g --proto tcp --config tapread:

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # examples/netbench/tapwake.c (no guest): both ways of receiving from a tap at a low rate, read()
-# and the ring rx-uring=on uses (with 64 and with 1 read in flight), get every frame and report
+# and the ring rx-uring=on uses (with 64 and with 1 read in flight), and minivmm's own tap
+# backend linked in (without and with rx-uring=on), get every frame and report
 # sane figures; a bad argument is a usage error (status 2). Its tap is its own and goes with it.
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || skip "a tap needs root"
 [ -c /dev/net/tun ] || skip "/dev/net/tun is missing"
 command -v cc >/dev/null || skip "no C compiler"
 
+command -v make >/dev/null || skip "no make"
+
+# Built as `make examples` builds it (its backend modes link minivmm's tap backend).
 TAPWAKE=$TEST_TMP/tapwake
-cc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$TAPWAKE" "$ROOT/examples/netbench/tapwake.c" \
-	-luring -lpthread || fail "cannot build tapwake"
+make -s --no-print-directory -C "$ROOT" BUILD="$TEST_TMP/build" "$TEST_TMP/build/examples/tapwake" >/dev/null &&
+	mv "$TEST_TMP/build/examples/tapwake" "$TAPWAKE" || fail "cannot build tapwake"
 TAP=mvwk$$
 on_exit "ip link del '$TAP' 2>/dev/null"
 
@@ -31,10 +35,14 @@ wake() {
 wake read 0 --mode read
 wake ring 64 --mode ring
 wake ring 1 --mode ring --reads 1
+# minivmm's own tap backend (read(), then rx-uring=on's ring): tapwake checks the backend's
+# rx_path and fails on a fallback.
+wake backend 0 --mode backend
+wake backend-ring 0 --mode backend-ring
 
 rc=0
 "$TAPWAKE" --mode poll >/dev/null 2>"$TEST_TMP/bad.err" || rc=$?
-[ $rc = 2 ] && grep -q -- '--mode is read or ring' "$TEST_TMP/bad.err" || fail "--mode poll: status $rc: $(cat "$TEST_TMP/bad.err")"
+[ $rc = 2 ] && grep -q -- '--mode is read, ring, backend or backend-ring' "$TEST_TMP/bad.err" || fail "--mode poll: status $rc: $(cat "$TEST_TMP/bad.err")"
 rc=0
 "$TAPWAKE" --reads 65 >/dev/null 2>"$TEST_TMP/bad.err" || rc=$?
 [ $rc = 2 ] || fail "--reads 65: status $rc: $(cat "$TEST_TMP/bad.err")"
