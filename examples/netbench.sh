@@ -81,6 +81,9 @@
 #   tapread:backend, tapread:backend-ring  minivmm's own tap backend (devices/backends/tap.c)
 #                   linked into tapread, without and with rx-uring=on, taking frames as the
 #                   device does (64 per wake at most): the VMM's receive code minus the guest
+#   tapread:device, tapread:device-ring  minivmm's virtio-net device on that backend, driven
+#                   by a fake driver (256 buffers of 2 KiB, frames taken out of guest memory,
+#                   kick and interrupt eventfds): the VMM's whole receive path minus the guest
 # --compare A B runs both, alternating which goes first (A, B on one size or round, then B, A on
 # the next, as examples/bench-blk.sh does), and adds a column with
 # B's speedup over A in percent (throughput; packets/s for pps; transactions/s for rr).
@@ -265,10 +268,11 @@ for c in "${CONFIGS[@]}"; do
 	tapwrite | tapwrite: | tapwrite:napi | tapwrite:uring | tapwrite:uring-linked)
 		[[ "$DIR" == g2h || "$DIR" == pps ]] || die "tapwrite: measures g2h and pps only"
 		[ "$PROTO" = udp ] || die "tapwrite: measures UDP only" ;;
-	tapread | tapread: | tapread:uring | tapread:uring-epoll | tapread:backend | tapread:backend-ring)
+	tapread | tapread: | tapread:uring | tapread:uring-epoll | tapread:backend | tapread:backend-ring | \
+		tapread:device | tapread:device-ring)
 		[ "$DIR" = h2g ] || die "tapread: measures h2g only (it receives what the host sends to the guest)"
 		[ "$PROTO" = udp ] || die "tapread: measures UDP only" ;;
-	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite:[napi|uring|uring-linked] or tapread:[uring|uring-epoll|backend|backend-ring] ($c)" ;;
+	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite:[napi|uring|uring-linked] or tapread:[uring|uring-epoll|backend|backend-ring|device|device-ring] ($c)" ;;
 	esac
 done
 
@@ -490,7 +494,7 @@ guest_start() {
 	tapread) # udp_sink: counts for SECS from the first datagram, as the probe does
 		cmd=("$TAPREAD" --tap "${TAP[$i]}" --mac "${GUEST_MAC[$i]}" --ip "${GUEST_IP[$i]}"
 			--port "$PORT" --secs "$secs" --wait-secs "$TIMEOUT" --ready-file "$TMP/$name.ready")
-		[ -z "$opts" ] || cmd+=("--$opts") # uring, uring-epoll, backend or backend-ring
+		[ -z "$opts" ] || cmd+=("--$opts") # uring, uring-epoll, backend[-ring], device[-ring]
 		[ -z "$IO_PIN" ] || cmd=(taskset -c "$IO_PIN" "${cmd[@]}")
 		;;
 	esac

@@ -1,7 +1,8 @@
 // tapread: the ceiling of a tap-backed VMM's host-to-guest path on this host.
 //
 //   tapread --tap NAME --mac MAC --ip IP [--port P] [--secs N] [--wait-secs N]
-//           [--ready-file FILE] [--uring | --uring-epoll | --backend | --backend-ring]
+//           [--ready-file FILE] [--uring | --uring-epoll | --backend | --backend-ring |
+//            --device | --device-ring]
 //
 // Stands where a VMM's I/O thread stands: attaches to the tap as minivmm does (IFF_VNET_HDR,
 // non-blocking, no offloads, as for the probe, which takes none) and reads one frame per
@@ -21,6 +22,10 @@
 // linked in) on minivmm's event loop, without and with rx-uring=on, taking at most 64 frames per
 // wake before looking again, as the device does (netbench's tapread:backend and
 // tapread:backend-ring): the code itself, not a stand-in, minus the guest.
+// --device and --device-ring go further: minivmm's virtio-net device on that backend, driven by
+// a fake driver that posts 256 buffers of 2 KiB and takes the frames out of guest memory
+// (devguest.h; netbench's tapread:device and tapread:device-ring): the VMM's whole receive
+// path, tap to guest memory, interrupt and kick eventfds included, minus the guest.
 // Output: "tapread: msgs=N bytes=N secs=S mbps=M pps=N frames=N mode=MODE" on
 // stdout (bytes: UDP payload; frames: every frame read); exit 1 on an error or when no datagram
 // arrived within --wait-secs (default 30), 2 on a usage error (two modes together, too).
@@ -44,9 +49,11 @@
 #define TOOL_NAME "tapread"
 #define TOOL_USAGE                                                                                 \
 	"usage: tapread --tap NAME --mac MAC --ip IP [--port P] [--secs N] [--wait-secs N] "       \
-	"[--ready-file FILE] [--uring | --uring-epoll | --backend | --backend-ring]"
+	"[--ready-file FILE] [--uring | --uring-epoll | --backend | --backend-ring | --device | "  \
+	"--device-ring]"
 #include "tool.h"
 #include "tap.h"
+#include "devguest.h"
 
 #include "devices/backends/tap.h"
 #include "vmm/base/event_loop.h"
@@ -58,6 +65,7 @@
 
 static uint8_t my_mac[6];
 static struct net_backend *backend; // --backend*: minivmm's tap backend, else NULL
+static struct devguest *guest;	    // --device*: minivmm's device and the fake driver, else NULL
 static uint32_t my_ip;		    // network order
 static unsigned my_port;
 
@@ -86,7 +94,9 @@ static void arp(int fd, const uint8_t *eth, size_t n)
 	memcpy(ra + 8, my_mac, 6);
 	memcpy(ra + 14, &my_ip, 4);
 	memcpy(ra + 18, a + 8, 10); // the requester's MAC and IP
-	if (backend) {
+	if (guest) {
+		devguest_send(guest, r, sizeof(r));
+	} else if (backend) {
 		struct iovec iov = {.iov_base = r, .iov_len = sizeof(r)};
 		int rc = backend->ops->send(backend, &iov, 1);
 		if (rc < 0 && rc != -EAGAIN) {
@@ -350,6 +360,40 @@ static void backend_open(struct event_loop *loop, const char *tap, bool ring)
 	backend->ops->set_rx_enabled(backend, true);
 }
 
+// --device*: a frame the fake driver took out of guest memory.
+static void device_take(const uint8_t *frame, size_t len)
+{
+	take(-1, frame, len);
+}
+
+static void device_open(struct event_loop *loop, struct devguest *g, const char *tap, bool ring)
+{
+	if (event_loop_init(loop) < 0)
+		die("event_loop_init");
+	char options[64];
+	snprintf(options, sizeof(options), "tap=%s,offload=off%s", tap, ring ? ",rx-uring=on" : "");
+	devguest_open(g, loop, options, device_take);
+	guest = g;
+	// The activation's first receive starts the ring; a turn of the loop runs it.
+	if (event_loop_run_once(loop, 0) < 0 && errno != EINTR)
+		die("event_loop_run_once");
+	const char *path = devguest_rx_path(g);
+	if (strcmp(path, ring ? "io_uring" : "read")) {
+		fprintf(stderr, "tapread: the device's backend receives by %s\n", path);
+		exit(1);
+	}
+}
+
+// --device*: one turn of the event loop, then the driver's look at the receive queue.
+static int device_wake(struct event_loop *loop, struct devguest *g)
+{
+	unsigned long long before = frames;
+	if (event_loop_run_once(loop, 100) < 0 && errno != EINTR) // 100 ms: the clock
+		die("event_loop_run_once");
+	devguest_poll(g);
+	return frames > before ? (int)(frames - before) : -1;
+}
+
 // --backend*: one turn of the event loop (none when a full batch left more to take). Returns
 // frames taken, or -1 when none came.
 static int backend_wake(struct event_loop *loop)
@@ -366,7 +410,8 @@ int main(int argc, char **argv)
 {
 	const char *tap = NULL, *mac = NULL, *ip = NULL, *ready = NULL;
 	long port = 9000, secs = 2, wait_secs = 30;
-	bool uring = false, uring_epoll = false, be = false, be_ring = false;
+	bool uring = false, uring_epoll = false, be = false, be_ring = false, dev = false,
+	     dev_ring = false;
 	int modes = 0; // mode flags given: one at most
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -377,6 +422,12 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "--uring-epoll")) {
 			uring_epoll = true;
+			modes++;
+			continue;
+		}
+		if (!strcmp(a, "--device") || !strcmp(a, "--device-ring")) {
+			dev = true;
+			dev_ring = !strcmp(a, "--device-ring");
 			modes++;
 			continue;
 		}
@@ -407,7 +458,10 @@ int main(int argc, char **argv)
 			usage_error("unknown option", a);
 	}
 	if (modes > 1)
-		usage_error("--uring, --uring-epoll and --backend[-ring] exclude each other", NULL);
+		usage_error(
+		    "--uring, --uring-epoll, --backend[-ring] and --device[-ring] exclude each "
+		    "other",
+		    NULL);
 	if (!tap || !mac || !ip)
 		usage_error("--tap, --mac and --ip are required", NULL);
 	if (strlen(tap) >= IFNAMSIZ)
@@ -419,8 +473,11 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 
 	struct event_loop loop;
+	struct devguest g;
 	int fd = -1;
-	if (be) {
+	if (dev) {
+		device_open(&loop, &g, tap, dev_ring);
+	} else if (be) {
 		backend_open(&loop, tap, be_ring);
 	} else {
 		fd = tap_open(tap, O_NONBLOCK, 0);
@@ -476,13 +533,14 @@ int main(int argc, char **argv)
 	double start = now_s(), t = start;
 	unsigned since_check = 0;
 	while (!stop_flag) {
-		int got = be		? backend_wake(&loop)
+		int got = dev		? device_wake(&loop, &g)
+			  : be		? backend_wake(&loop)
 			  : uring_epoll ? read_wake(&ring, fd, efd, epfd)
 			  : uring	? read_batch(&ring, fd)
 					: read_one(fd);
 		if (got < 0) { // the tap was empty: wait (the rings waited already), see the clock
 			struct pollfd p = {.fd = fd, .events = POLLIN};
-			if (!uring && !uring_epoll && !be && poll(&p, 1, 100) < 0 &&
+			if (!uring && !uring_epoll && !be && !dev && poll(&p, 1, 100) < 0 &&
 			    errno != EINTR) // 100 ms: to see the clock and signals
 				die("poll");
 			since_check = CHECK_GAP;
@@ -496,7 +554,16 @@ int main(int argc, char **argv)
 		if (msgs ? t - first >= (double)secs : t - start >= (double)wait_secs)
 			break;
 	}
-	if (be) {
+	if (dev) {
+		// What the device asked of the (missing) guest: interrupts and kicks per frame.
+		fprintf(stderr,
+			"tapread: device: %llu frames, %llu interrupts (%.4f per frame), %llu "
+			"kicks (%.4f per frame)\n",
+			frames, g.irqs, frames ? (double)g.irqs / (double)frames : 0, g.kicks,
+			frames ? (double)g.kicks / (double)frames : 0);
+		devguest_close(&g, &loop);
+		event_loop_destroy(&loop);
+	} else if (be) {
 		backend->ops->destroy(backend);
 		event_loop_destroy(&loop);
 	} else {
@@ -510,7 +577,9 @@ int main(int argc, char **argv)
 	printf("tapread: msgs=%llu bytes=%llu secs=%.3f mbps=%.2f pps=%.0f frames=%llu mode=%s\n",
 	       msgs, bytes, el, el > 0 ? (double)bytes * 8 / el / 1e6 : 0,
 	       el > 0 ? (double)msgs / el : 0, frames,
-	       be_ring	     ? "backend-ring"
+	       dev_ring	     ? "device-ring"
+	       : dev	     ? "device"
+	       : be_ring     ? "backend-ring"
 	       : be	     ? "backend"
 	       : uring_epoll ? "uring-epoll"
 	       : uring	     ? "uring"

@@ -4,7 +4,8 @@
 # fragments reassembled above the MTU), request/response against netns: (UDP and TCP), which
 # --ceiling adds once, guest to host's write-path variants (tapwrite:napi, tapwrite:uring), the
 # read-path ones (tapread:uring; tapread:uring-epoll, as minivmm's rx-uring=on receives;
-# tapread:backend and tapread:backend-ring, minivmm's own tap backend linked in), and
+# tapread:backend[-ring], minivmm's own tap backend linked in; tapread:device[-ring], its
+# virtio-net device too, with a fake driver), and
 # the refusals of what a ceiling cannot measure. Where /dev/kvm works, --ceiling beside minivmm
 # for h2g and rr too. Nothing the script made may outlive it.
 source "$(dirname "$0")/lib.sh"
@@ -80,7 +81,11 @@ done
 # its stand-in received that way (the backend's rx_path checked at open), datagrams counted
 # once for the 1 s asked for, fragments too.
 run h2gbackend --dir h2g --compare tapread:backend tapread:backend-ring --sizes "64 3000"
-for cfg in tapread:backend tapread:backend-ring; do
+# ... and minivmm's virtio-net device on it, a fake driver taking the frames out of guest memory.
+out_backend=$out
+run h2gdevice --dir h2g --compare tapread:device tapread:device-ring --sizes "64 3000"
+out="$out_backend $out"
+for cfg in tapread:backend tapread:backend-ring tapread:device tapread:device-ring; do
 	for size in 64 3000; do
 		positive "$out" $cfg $size recv_msgs pps mbps elapsed_s vmm_cpu_us_per_pkt
 		e=$(row "$out" $cfg $size elapsed_s)
@@ -141,7 +146,7 @@ refused() {
 		fail "$*: status $rc, $(cat "$TEST_TMP/refused.err")"
 }
 refused 'tapread: measures h2g only' --dir g2h --config tapread: --sizes 64
-refused 'tapwrite:\[napi|uring|uring-linked\] or tapread:\[uring|uring-epoll|backend|backend-ring\]' --dir g2h --config tapwrite:fast --sizes 64
+refused 'tapwrite:\[napi|uring|uring-linked\] or tapread:\[uring|uring-epoll|backend|backend-ring|device|device-ring\]' --dir g2h --config tapwrite:fast --sizes 64
 refused 'tapread: measures h2g only' --dir g2h --config tapread:uring-epoll --sizes 64
 refused 'tapread: measures h2g only' --dir rr --config tapread:
 refused 'tapread: measures UDP only' --dir h2g --proto tcp --config tapread:
