@@ -83,7 +83,8 @@
 #                   device does (64 per wake at most): the VMM's receive code minus the guest
 #   tapread:device, tapread:device-ring  minivmm's virtio-net device on that backend, driven
 #                   by a fake driver (256 buffers of 2 KiB, frames taken out of guest memory,
-#                   kick and interrupt eventfds): the VMM's whole receive path minus the guest
+#                   kick and interrupt eventfds): the VMM's whole receive path minus the guest;
+#                   tapread:device,OPTS adds --net options (tapread:device,poll-us=50)
 # --compare A B runs both, alternating which goes first (A, B on one size or round, then B, A on
 # the next, as examples/bench-blk.sh does), and adds a column with
 # B's speedup over A in percent (throughput; packets/s for pps; transactions/s for rr).
@@ -269,10 +270,10 @@ for c in "${CONFIGS[@]}"; do
 		[[ "$DIR" == g2h || "$DIR" == pps ]] || die "tapwrite: measures g2h and pps only"
 		[ "$PROTO" = udp ] || die "tapwrite: measures UDP only" ;;
 	tapread | tapread: | tapread:uring | tapread:uring-epoll | tapread:backend | tapread:backend-ring | \
-		tapread:device | tapread:device-ring)
+		tapread:device | tapread:device-ring | tapread:device,* | tapread:device-ring,*)
 		[ "$DIR" = h2g ] || die "tapread: measures h2g only (it receives what the host sends to the guest)"
 		[ "$PROTO" = udp ] || die "tapread: measures UDP only" ;;
-	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite:[napi|uring|uring-linked] or tapread:[uring|uring-epoll|backend|backend-ring|device|device-ring] ($c)" ;;
+	*) die "configuration must be minivmm[:OPTS], qemu[:OPTS], netns:, tapwrite:[napi|uring|uring-linked] or tapread:[uring|uring-epoll|backend|backend-ring|device[,OPTS]|device-ring[,OPTS]] ($c)" ;;
 	esac
 done
 

@@ -6,9 +6,9 @@
 // them), interrupts counted and written to an eventfd (as the VMM's irqfd write). After each
 // turn of the loop the driver takes what the device used, hands each frame to the caller,
 // posts the buffers again, asks for an interrupt at the next used entry and kicks when the
-// device's avail event says so (virtio 1.2, 2.7.10). Frames the caller sends (ARP answers) go out through the
-// transmit queue. What it leaves out: the guest's own time, its interrupt and exit costs, and
-// the vCPU thread (the driver's work runs on the I/O thread here, a few percent of it).
+// device's avail event says so (virtio 1.2, 2.7.10). Frames the caller sends (ARP answers) go out
+// through the transmit queue. What it leaves out: the guest's own time, its interrupt and exit
+// costs, and the vCPU thread (the driver's work runs on the I/O thread here, a few percent of it).
 // Include after tool.h; needs minivmm's objects linked in (the Makefile's tapread rule).
 #ifndef NETBENCH_DEVGUEST_H
 #define NETBENCH_DEVGUEST_H
@@ -34,9 +34,9 @@
 #define DG_QSIZE    256
 #define DG_BUF_LEN  2048 // a Linux driver's mergeable buffers are about this size
 #define DG_RAM	    (16u << 20)
-#define DG_RING(q)  (0x10000 + (uint64_t)(q) * 0x10000)
-#define DG_RXBUF(i) (0x100000 + (uint64_t)(i) * DG_BUF_LEN)
-#define DG_TXBUF(i) (0x400000 + (uint64_t)(i) * DG_BUF_LEN)
+#define DG_RING(q)  (0x10000 + (uint64_t)(q)*0x10000)
+#define DG_RXBUF(i) (0x100000 + (uint64_t)(i)*DG_BUF_LEN)
+#define DG_TXBUF(i) (0x400000 + (uint64_t)(i)*DG_BUF_LEN)
 
 struct devguest {
 	uint8_t *ram;
@@ -149,7 +149,7 @@ static void devguest_open(struct devguest *g, struct event_loop *loop, const cha
 	}
 	virtio_dev_set_status(&g->dev, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
 	virtio_dev_set_driver_features(&g->dev, 0, 1u << 15 | 1u << 29); // MRG_RXBUF, EVENT_IDX
-	virtio_dev_set_driver_features(&g->dev, 1, 1);	      // VERSION_1
+	virtio_dev_set_driver_features(&g->dev, 1, 1);			 // VERSION_1
 	for (int q = 0; q < 2; q++) {
 		g->dev.vqs[q].size = DG_QSIZE;
 		g->dev.vqs[q].desc_gpa = DG_RING(q);
@@ -193,7 +193,8 @@ static int devguest_poll(struct devguest *g)
 	uint8_t *used = dg_gpa(g, DG_RING(DG_RXQ) + 0x2000);
 	uint16_t idx = __atomic_load_n((uint16_t *)(used + 2), __ATOMIC_ACQUIRE);
 	while (g->used_seen[DG_RXQ] != idx) {
-		const uint32_t *e = (const uint32_t *)(used + 4 + 8 * (g->used_seen[DG_RXQ] % DG_QSIZE));
+		const uint32_t *e =
+		    (const uint32_t *)(used + 4 + 8 * (g->used_seen[DG_RXQ] % DG_QSIZE));
 		uint32_t id = e[0] % DG_QSIZE, len = e[1] < DG_BUF_LEN ? e[1] : DG_BUF_LEN;
 		g->used_seen[DG_RXQ]++;
 		g->take(dg_gpa(g, DG_RXBUF(id)), len);

@@ -25,7 +25,8 @@
 // --device and --device-ring go further: minivmm's virtio-net device on that backend, driven by
 // a fake driver that posts 256 buffers of 2 KiB and takes the frames out of guest memory
 // (devguest.h; netbench's tapread:device and tapread:device-ring): the VMM's whole receive
-// path, tap to guest memory, interrupt and kick eventfds included, minus the guest.
+// path, tap to guest memory, interrupt and kick eventfds included, minus the guest. Further
+// --net options may follow a comma (--device,poll-us=50): the result line's mode says them.
 // Output: "tapread: msgs=N bytes=N secs=S mbps=M pps=N frames=N mode=MODE" on
 // stdout (bytes: UDP payload; frames: every frame read); exit 1 on an error or when no datagram
 // arrived within --wait-secs (default 30), 2 on a usage error (two modes together, too).
@@ -366,12 +367,15 @@ static void device_take(const uint8_t *frame, size_t len)
 	take(-1, frame, len);
 }
 
-static void device_open(struct event_loop *loop, struct devguest *g, const char *tap, bool ring)
+static void device_open(struct event_loop *loop, struct devguest *g, const char *tap, bool ring,
+			const char *more)
 {
 	if (event_loop_init(loop) < 0)
 		die("event_loop_init");
-	char options[64];
-	snprintf(options, sizeof(options), "tap=%s,offload=off%s", tap, ring ? ",rx-uring=on" : "");
+	char options[256];
+	if (snprintf(options, sizeof(options), "tap=%s,offload=off%s%s", tap,
+		     ring ? ",rx-uring=on" : "", more) >= (int)sizeof(options))
+		usage_error("--device options too long", more);
 	devguest_open(g, loop, options, device_take);
 	guest = g;
 	// The activation's first receive starts the ring; a turn of the loop runs it.
@@ -412,7 +416,8 @@ int main(int argc, char **argv)
 	long port = 9000, secs = 2, wait_secs = 30;
 	bool uring = false, uring_epoll = false, be = false, be_ring = false, dev = false,
 	     dev_ring = false;
-	int modes = 0; // mode flags given: one at most
+	const char *dev_mode = "device", *dev_opts = ""; // --device...,OPTS: more --net options
+	int modes = 0;					 // mode flags given: one at most
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		if (!strcmp(a, "--uring")) {
@@ -425,9 +430,14 @@ int main(int argc, char **argv)
 			modes++;
 			continue;
 		}
-		if (!strcmp(a, "--device") || !strcmp(a, "--device-ring")) {
+		if (!strncmp(a, "--device", 8) &&
+		    (!a[8] || a[8] == ',' || !strncmp(a + 8, "-ring", 5))) {
 			dev = true;
-			dev_ring = !strcmp(a, "--device-ring");
+			dev_ring = !strncmp(a + 8, "-ring", 5);
+			dev_mode = a + 2; // device[-ring][,OPTS]: the result line's mode
+			dev_opts = strchr(a, ',') ? strchr(a, ',') : "";
+			if (a[8 + (dev_ring ? 5 : 0)] && a[8 + (dev_ring ? 5 : 0)] != ',')
+				usage_error("unknown option", a);
 			modes++;
 			continue;
 		}
@@ -476,7 +486,7 @@ int main(int argc, char **argv)
 	struct devguest g;
 	int fd = -1;
 	if (dev) {
-		device_open(&loop, &g, tap, dev_ring);
+		device_open(&loop, &g, tap, dev_ring, dev_opts);
 	} else if (be) {
 		backend_open(&loop, tap, be_ring);
 	} else {
@@ -577,8 +587,7 @@ int main(int argc, char **argv)
 	printf("tapread: msgs=%llu bytes=%llu secs=%.3f mbps=%.2f pps=%.0f frames=%llu mode=%s\n",
 	       msgs, bytes, el, el > 0 ? (double)bytes * 8 / el / 1e6 : 0,
 	       el > 0 ? (double)msgs / el : 0, frames,
-	       dev_ring	     ? "device-ring"
-	       : dev	     ? "device"
+	       dev	     ? dev_mode
 	       : be_ring     ? "backend-ring"
 	       : be	     ? "backend"
 	       : uring_epoll ? "uring-epoll"

@@ -84,8 +84,12 @@ run h2gbackend --dir h2g --compare tapread:backend tapread:backend-ring --sizes 
 # ... and minivmm's virtio-net device on it, a fake driver taking the frames out of guest memory.
 out_backend=$out
 run h2gdevice --dir h2g --compare tapread:device tapread:device-ring --sizes "64 3000"
+out_backend="$out_backend $out"
+# ... with further --net options (the I/O thread's adaptive polling), named in the row's mode.
+run h2gdevicepoll --dir h2g --config tapread:device,poll-us=50 --sizes "64 3000"
 out="$out_backend $out"
-for cfg in tapread:backend tapread:backend-ring tapread:device tapread:device-ring; do
+for cfg in tapread:backend tapread:backend-ring tapread:device tapread:device-ring \
+	tapread:device,poll-us=50; do
 	for size in 64 3000; do
 		positive "$out" $cfg $size recv_msgs pps mbps elapsed_s vmm_cpu_us_per_pkt
 		e=$(row "$out" $cfg $size elapsed_s)
@@ -146,7 +150,7 @@ refused() {
 		fail "$*: status $rc, $(cat "$TEST_TMP/refused.err")"
 }
 refused 'tapread: measures h2g only' --dir g2h --config tapread: --sizes 64
-refused 'tapwrite:\[napi|uring|uring-linked\] or tapread:\[uring|uring-epoll|backend|backend-ring|device|device-ring\]' --dir g2h --config tapwrite:fast --sizes 64
+refused 'tapwrite:\[napi|uring|uring-linked\] or tapread:\[uring|uring-epoll|backend|backend-ring|device\[,OPTS\]|device-ring\[,OPTS\]\]' --dir g2h --config tapwrite:fast --sizes 64
 refused 'tapread: measures h2g only' --dir g2h --config tapread:uring-epoll --sizes 64
 refused 'tapread: measures h2g only' --dir rr --config tapread:
 refused 'tapread: measures UDP only' --dir h2g --proto tcp --config tapread:
