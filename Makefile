@@ -89,21 +89,14 @@ $(BUILD)/examples/tcpperf: examples/netbench/tcpperf.c examples/netbench/tool.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -Wall -Wextra -Werror -O2 -o $@ $<
 
-# The tap tools whose --mode backend* / --backend* link minivmm's own tap backend and event loop
-# (compiled here from source: examples/netbench.sh builds tapread through this rule too).
-NET_TOOL_BACKEND_SRCS := devices/backends/tap.c vmm/base/event_loop.c vmm/base/log.c \
-	vmm/base/adaptive_poll.c
-NET_TOOL_DEPS := examples/netbench/tool.h examples/netbench/tap.h $(NET_TOOL_BACKEND_SRCS) \
-	$(wildcard devices/backends/*.h vmm/base/*.h)
-# A frame's wake-up at a low rate, read() against rx-uring=on's ring (docs/performance.md).
-$(BUILD)/examples/tapwake: examples/netbench/tapwake.c $(NET_TOOL_DEPS)
-	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I. -o $@ $< $(NET_TOOL_BACKEND_SRCS) \
-		-luring -lpthread
-# The h2g ceiling's stand-ins (examples/netbench.sh tapread:...); --device* drives minivmm's
-# virtio-net device, so it links all of minivmm but main.
-$(BUILD)/examples/tapread: examples/netbench/tapread.c examples/netbench/devguest.h \
-	examples/netbench/tool.h examples/netbench/tap.h $(LIB_OBJS)
+# The tap tools whose backend and device modes link minivmm (all of it but main: its tap
+# backend, event loop and virtio-net device, driven by examples/netbench/devguest.h);
+# examples/netbench.sh builds tapread through this rule too. tapwake: a frame's wake-up at a low
+# rate; tapread: the h2g ceiling's stand-ins (docs/performance.md).
+NET_TOOL_DEPS := examples/netbench/tool.h examples/netbench/tap.h examples/netbench/devguest.h \
+	$(LIB_OBJS)
+$(BUILD)/examples/tapwake $(BUILD)/examples/tapread: $(BUILD)/examples/%: examples/netbench/%.c \
+	$(NET_TOOL_DEPS)
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(CFLAGS)) -o $@ $< $(LIB_OBJS) $(LDFLAGS) $(LDLIBS)
 

@@ -55,12 +55,12 @@ struct devguest {
 
 static struct devguest *devguest_now; // the transport's callbacks find it here
 
-static void *dg_gpa(struct devguest *g, uint64_t a)
+static inline void *dg_gpa(struct devguest *g, uint64_t a)
 {
 	return g->ram + a;
 }
 
-static void dg_signal_queue(struct virtio_dev *d, int q)
+static inline void dg_signal_queue(struct virtio_dev *d, int q)
 {
 	(void)d;
 	struct devguest *g = devguest_now;
@@ -71,7 +71,7 @@ static void dg_signal_queue(struct virtio_dev *d, int q)
 		die("write the interrupt eventfd");
 }
 
-static void dg_signal_config(struct virtio_dev *d)
+static inline void dg_signal_config(struct virtio_dev *d)
 {
 	(void)d;
 }
@@ -79,17 +79,18 @@ static void dg_signal_config(struct virtio_dev *d)
 static const struct virtio_transport_ops dg_transport = {.signal_queue = dg_signal_queue,
 							 .signal_config = dg_signal_config};
 
-static struct net_backend *dg_open_tap(const struct net_options *cfg, struct event_loop *loop,
-				       const struct net_backend_client *client, char *err,
-				       size_t errlen)
+static inline struct net_backend *dg_open_tap(const struct net_options *cfg,
+					      struct event_loop *loop,
+					      const struct net_backend_client *client, char *err,
+					      size_t errlen)
 {
 	return tap_backend_open(cfg->tap, loop, client, cfg->rx_uring ? TAP_URING_RX : 0, err,
 				errlen);
 }
 
 // One chain of one descriptor on queue q, made available.
-static void dg_post(struct devguest *g, int q, uint16_t desc, uint64_t addr, uint32_t len,
-		    bool writable)
+static inline void dg_post(struct devguest *g, int q, uint16_t desc, uint64_t addr, uint32_t len,
+			   bool writable)
 {
 	struct virtq_desc *d = dg_gpa(g, DG_RING(q));
 	d[desc] = (struct virtq_desc){
@@ -102,7 +103,7 @@ static void dg_post(struct devguest *g, int q, uint16_t desc, uint64_t addr, uin
 
 // The driver's kick, when the device's avail event lies among the entries made available
 // since the last decision (EVENT_IDX: vring_need_event).
-static void dg_kick(struct devguest *g, int q)
+static inline void dg_kick(struct devguest *g, int q)
 {
 	uint16_t *used = dg_gpa(g, DG_RING(q) + 0x2000);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST); // the new avail index before the event is read
@@ -119,8 +120,8 @@ static void dg_kick(struct devguest *g, int q)
 
 // Opens the device on tap `options` ("tap=NAME[,rx-uring=on]") and drives it to DRIVER_OK
 // with every receive buffer posted.
-static void devguest_open(struct devguest *g, struct event_loop *loop, const char *options,
-			  void (*take)(const uint8_t *, size_t))
+static inline void devguest_open(struct devguest *g, struct event_loop *loop, const char *options,
+				 void (*take)(const uint8_t *, size_t))
 {
 	memset(g, 0, sizeof(*g));
 	devguest_now = g;
@@ -174,7 +175,7 @@ static void devguest_open(struct devguest *g, struct event_loop *loop, const cha
 
 // Sends one frame (header + frame) through the transmit queue; its buffer is reused DG_QSIZE
 // frames later (a driver reclaims as it goes; nothing here sends that many at once).
-static void devguest_send(struct devguest *g, const uint8_t *frame, size_t len)
+static inline void devguest_send(struct devguest *g, const uint8_t *frame, size_t len)
 {
 	uint16_t slot = g->avail_idx[DG_TXQ] % DG_QSIZE;
 	if (len > DG_BUF_LEN)
@@ -186,7 +187,7 @@ static void devguest_send(struct devguest *g, const uint8_t *frame, size_t len)
 
 // After a turn of the loop: every frame the device put in the receive queue, to take(), its
 // buffer posted again; then one kick if the device wants it. Returns frames taken.
-static int devguest_poll(struct devguest *g)
+static inline int devguest_poll(struct devguest *g)
 {
 	int got = 0;
 	g->irq[DG_RXQ] = g->irq[DG_TXQ] = false;
@@ -209,12 +210,12 @@ static int devguest_poll(struct devguest *g)
 	return got;
 }
 
-static const char *devguest_rx_path(struct devguest *g)
+static inline const char *devguest_rx_path(struct devguest *g)
 {
 	return virtio_net_rx_path(g->net);
 }
 
-static void devguest_close(struct devguest *g, struct event_loop *loop)
+static inline void devguest_close(struct devguest *g, struct event_loop *loop)
 {
 	virtio_dev_set_status(&g->dev, 0);
 	for (int q = 0; q < 2; q++)

@@ -1,8 +1,8 @@
 // tapwake: what one frame's wake-up costs a tap reader at a low rate, read() against the
 // io_uring ring minivmm's rx-uring=on receives with (docs/performance.md, *The read side*).
 //
-//   tapwake [--mode read|ring|backend|backend-ring] [--reads N] [--frames N] [--gap-us N]
-//           [--tap NAME]
+//   tapwake [--mode read|ring|backend|backend-ring|device|device-ring] [--reads N] [--frames N]
+//           [--gap-us N] [--tap NAME] [--net-opts OPTS]
 //
 // Makes its own tap (default mvwake0, gone when it exits) and brings it up; a second thread
 // sends --frames 64-byte frames (default 4000) on the tap's host side with a packet socket, one
@@ -15,6 +15,10 @@
 // measures. --mode backend and --mode backend-ring receive with minivmm's own tap backend
 // (devices/backends/tap.c, linked in) on minivmm's event loop, without and with rx-uring=on:
 // the code itself rather than a stand-in (--reads does not apply: the backend decides).
+// --mode device and device-ring add minivmm's virtio-net device on that backend, driven by a
+// fake driver that takes each frame out of guest memory (devguest.h): a frame's wake-up through
+// the VMM's whole receive path; --net-opts adds --net options (poll-us=50: the I/O thread's
+// adaptive polling), and the result line's mode says them (mode=device,poll-us=50).
 // Output: "tapwake: mode=MODE reads=N frames=N cpu_us_per_frame=X p50_us=X p90_us=X
 // p99_us=X" (CPU: the receiving thread's own; latency: from the send to the frame in hand).
 // Exit 1 on an error or when a frame did not come, 2 on a usage error. Needs CAP_NET_ADMIN.
@@ -44,6 +48,7 @@
 #include "tool.h"
 #include "tap.h"
 
+#include "devguest.h"
 #include "devices/backends/tap.h"
 #include "vmm/base/event_loop.h"
 
@@ -197,6 +202,30 @@ static void backend_open(struct event_loop *loop, bool ring)
 	}
 }
 
+// --mode device*: a frame the fake driver took out of guest memory.
+static void device_take(const uint8_t *frame, size_t len)
+{
+	take(frame, (ssize_t)len);
+}
+
+static void device_open(struct event_loop *loop, struct devguest *g, bool ring, const char *more)
+{
+	if (event_loop_init(loop) < 0)
+		die("event_loop_init");
+	char options[256];
+	if (snprintf(options, sizeof(options), "tap=%s,offload=off%s%s%s", tap_name,
+		     ring ? ",rx-uring=on" : "", *more ? "," : "", more) >= (int)sizeof(options))
+		usage_error("--net-opts too long", more);
+	devguest_open(g, loop, options, device_take);
+	if (event_loop_run_once(loop, 0) < 0 && errno != EINTR) // the first receive
+		die("event_loop_run_once");
+	const char *path = devguest_rx_path(g);
+	if (strcmp(path, ring ? "io_uring" : "read")) {
+		fprintf(stderr, "tapwake: the device's backend receives by %s\n", path);
+		exit(1);
+	}
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -207,8 +236,8 @@ int main(int argc, char **argv)
 {
 	(void)parse_ip; // tap.h's address parsing: this tool needs no address
 	(void)parse_mac;
-	bool ring_mode = false, backend_mode = false;
-	const char *mode = "read";
+	bool ring_mode = false, backend_mode = false, device_mode = false;
+	const char *mode = "read", *net_opts = "";
 	long reads = MAX_READS;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -217,12 +246,19 @@ int main(int argc, char **argv)
 		const char *v = argv[++i];
 		if (!strcmp(a, "--mode")) {
 			if (strcmp(v, "read") && strcmp(v, "ring") && strcmp(v, "backend") &&
-			    strcmp(v, "backend-ring"))
-				usage_error("--mode is read, ring, backend or backend-ring, not",
-					    v);
+			    strcmp(v, "backend-ring") && strcmp(v, "device") &&
+			    strcmp(v, "device-ring"))
+				usage_error(
+				    "--mode is read, ring, backend, backend-ring, device or "
+				    "device-ring, not",
+				    v);
 			mode = v;
-			ring_mode = !strcmp(v, "ring") || !strcmp(v, "backend-ring");
+			ring_mode = !strcmp(v, "ring") || !strcmp(v, "backend-ring") ||
+				    !strcmp(v, "device-ring");
 			backend_mode = !strncmp(v, "backend", 7);
+			device_mode = !strncmp(v, "device", 6);
+		} else if (!strcmp(a, "--net-opts")) {
+			net_opts = v;
 		} else if (!strcmp(a, "--reads")) {
 			reads = parse_long(v, 1, MAX_READS, a);
 		} else if (!strcmp(a, "--frames")) {
@@ -249,9 +285,14 @@ int main(int argc, char **argv)
 		struct timespec pause = {.tv_nsec = 10 * 1000 * 1000};
 		nanosleep(&pause, NULL);
 	}
+	if (*net_opts && !device_mode)
+		usage_error("--net-opts goes with --mode device or device-ring", net_opts);
 	struct event_loop loop;
+	struct devguest g;
 	int fd = -1;
-	if (backend_mode)
+	if (device_mode)
+		device_open(&loop, &g, ring_mode, net_opts);
+	else if (backend_mode)
 		backend_open(&loop, ring_mode);
 	else
 		fd = tap_open(tap_name, O_NONBLOCK, 0);
@@ -271,7 +312,9 @@ int main(int argc, char **argv)
 	int efd = -1;
 	if (ep < 0)
 		die("epoll_create1");
-	if (backend_mode) {
+	if (device_mode) {
+		// The device started receiving when the driver's buffers came (device_open).
+	} else if (backend_mode) {
 		// As the device does when the guest posts buffers: receive (which starts the
 		// ring), then ask to be told of the next frames.
 		backend_rx_ready(NULL);
@@ -304,9 +347,11 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
 	double end = now_s() + (double)nframes * (double)gap_us / 1e6 + 3;
 	while (got < nframes && !stop_flag && now_s() < end) {
-		if (backend_mode) {
+		if (backend_mode || device_mode) {
 			if (event_loop_run_once(&loop, 100) < 0 && errno != EINTR)
 				die("event_loop_run_once");
+			if (device_mode)
+				devguest_poll(&g);
 			continue;
 		}
 		struct epoll_event e;
@@ -335,15 +380,20 @@ int main(int argc, char **argv)
 		backend->ops->destroy(backend);
 		event_loop_destroy(&loop);
 	}
+	if (device_mode) {
+		devguest_close(&g, &loop);
+		event_loop_destroy(&loop);
+	}
 	if (got < nframes) {
 		fprintf(stderr, "tapwake: %ld of %ld frames came\n", got, nframes);
 		return 1;
 	}
 	double cpu = (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
 	qsort(lat, (size_t)got, sizeof(*lat), cmp_double);
-	printf("tapwake: mode=%s reads=%ld frames=%ld cpu_us_per_frame=%.2f p50_us=%.1f "
+	printf("tapwake: mode=%s%s%s reads=%ld frames=%ld cpu_us_per_frame=%.2f p50_us=%.1f "
 	       "p90_us=%.1f p99_us=%.1f\n",
-	       mode, ring_mode && !backend_mode ? reads : 0, got, cpu * 1e6 / (double)got,
+	       mode, *net_opts ? "," : "", net_opts,
+	       ring_mode && !backend_mode && !device_mode ? reads : 0, got, cpu * 1e6 / (double)got,
 	       lat[got / 2] * 1e6, lat[got * 9 / 10] * 1e6, lat[got * 99 / 100] * 1e6);
 	return 0;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # examples/netbench/tapwake.c (no guest): both ways of receiving from a tap at a low rate, read()
 # and the ring rx-uring=on uses (with 64 and with 1 read in flight), and minivmm's own tap
-# backend linked in (without and with rx-uring=on), get every frame and report
+# backend linked in (without and with rx-uring=on), and its virtio-net device on it (a fake
+# driver, with and without further --net options), get every frame and report
 # sane figures; a bad argument is a usage error (status 2). Its tap is its own and goes with it.
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" = 0 ] || skip "a tap needs root"
@@ -10,10 +11,10 @@ command -v cc >/dev/null || skip "no C compiler"
 
 command -v make >/dev/null || skip "no make"
 
-# Built as `make examples` builds it (its backend modes link minivmm's tap backend).
-TAPWAKE=$TEST_TMP/tapwake
-make -s --no-print-directory -C "$ROOT" BUILD="$TEST_TMP/build" "$TEST_TMP/build/examples/tapwake" >/dev/null &&
-	mv "$TEST_TMP/build/examples/tapwake" "$TAPWAKE" || fail "cannot build tapwake"
+# Built as `make examples` builds it (its backend and device modes link minivmm's objects).
+TAPWAKE=$ROOT/build/examples/tapwake
+make -s --no-print-directory -C "$ROOT" BUILD=build build/examples/tapwake >/dev/null ||
+	fail "cannot build tapwake"
 TAP=mvwk$$
 on_exit "ip link del '$TAP' 2>/dev/null"
 
@@ -39,10 +40,16 @@ wake ring 1 --mode ring --reads 1
 # rx_path and fails on a fallback.
 wake backend 0 --mode backend
 wake backend-ring 0 --mode backend-ring
+# ... and its virtio-net device, a fake driver taking the frames out of guest memory; --net-opts
+# reaches the device (its log line says so) and the mode says it.
+wake device 0 --mode device
+wake device-ring 0 --mode device-ring
+wake device,poll-us=50 0 --mode device --net-opts poll-us=50 2>"$TEST_TMP/poll.err"
+grep -q 'poll 50 us' "$TEST_TMP/poll.err" || fail "--net-opts poll-us=50 did not reach the device: $(cat "$TEST_TMP/poll.err")"
 
 rc=0
 "$TAPWAKE" --mode poll >/dev/null 2>"$TEST_TMP/bad.err" || rc=$?
-[ $rc = 2 ] && grep -q -- '--mode is read, ring, backend or backend-ring' "$TEST_TMP/bad.err" || fail "--mode poll: status $rc: $(cat "$TEST_TMP/bad.err")"
+[ $rc = 2 ] && grep -q -- '--mode is read, ring, backend, backend-ring, device or device-ring' "$TEST_TMP/bad.err" || fail "--mode poll: status $rc: $(cat "$TEST_TMP/bad.err")"
 rc=0
 "$TAPWAKE" --reads 65 >/dev/null 2>"$TEST_TMP/bad.err" || rc=$?
 [ $rc = 2 ] || fail "--reads 65: status $rc: $(cat "$TEST_TMP/bad.err")"
