@@ -382,13 +382,14 @@ int main(int argc, char **argv)
 	}
 	if (device_mode) {
 		// The I/O thread's adaptive polling (poll-us=), as the control socket's io_poll.
-		fprintf(stderr,
-			"tapwake: io_poll max_ns=%llu window_ns=%llu polls=%llu polls_found=%llu "
-			"poll_ns=%llu grows=%llu shrinks=%llu loop_iterations=%llu\n",
-			(unsigned long long)loop.poll.max_ns, (unsigned long long)loop.poll.window_ns,
-			(unsigned long long)loop.poll.polls, (unsigned long long)loop.poll.polls_found,
-			(unsigned long long)loop.poll.poll_ns, (unsigned long long)loop.poll.grows,
-			(unsigned long long)loop.poll.shrinks, (unsigned long long)loop.iterations);
+		fprintf(
+		    stderr,
+		    "tapwake: io_poll max_ns=%llu window_ns=%llu polls=%llu polls_found=%llu "
+		    "poll_ns=%llu grows=%llu shrinks=%llu loop_iterations=%llu\n",
+		    (unsigned long long)loop.poll.max_ns, (unsigned long long)loop.poll.window_ns,
+		    (unsigned long long)loop.poll.polls, (unsigned long long)loop.poll.polls_found,
+		    (unsigned long long)loop.poll.poll_ns, (unsigned long long)loop.poll.grows,
+		    (unsigned long long)loop.poll.shrinks, (unsigned long long)loop.iterations);
 		devguest_close(&g, &loop);
 		event_loop_destroy(&loop);
 	}
