@@ -87,10 +87,12 @@ int sock_reaper_main(int argc, char **argv)
 		if (n < 0 && errno != EINTR)
 			return 1; /* no VMM to wait for (misuse): remove nothing */
 	/* Only the socket the VMM bound: another VMM may have replaced a stale one since, and a
-	 * file system may give the new one the freed inode number (its change time differs). */
+	 * file system may give the new one the freed inode number (its bind sets a new
+	 * modification time). Not the change time: a chmod or chown of the socket (a user
+	 * opening it to a group) changes that, and the socket was left behind. */
 	if (known && lstat(path, &now) == 0 && now.st_dev == bound.st_dev &&
-	    now.st_ino == bound.st_ino && now.st_ctim.tv_sec == bound.st_ctim.tv_sec &&
-	    now.st_ctim.tv_nsec == bound.st_ctim.tv_nsec && unlink(path) < 0)
+	    now.st_ino == bound.st_ino && now.st_mtim.tv_sec == bound.st_mtim.tv_sec &&
+	    now.st_mtim.tv_nsec == bound.st_mtim.tv_nsec && unlink(path) < 0)
 		fprintf(stderr, "minivmm: warning: control socket %s left behind: %s\n", path,
 			strerror(errno));
 	ssize_t w = write(DONE_FD, "x", 1);

@@ -54,7 +54,7 @@ uint64_t net_lat_percentile(unsigned pct)
 void net_lat_text(struct net_lat_text *t, uint64_t trans, uint64_t us, uint64_t sum_ns,
 		  uint64_t max_ns)
 {
-	net_fmt_ratio(t->secs, us, 1000000);
+	net_fmt_secs(t->secs, us);
 	net_fmt_ratio(t->tps, trans * 1000000, us);
 	net_fmt_ratio(t->p50, net_lat_percentile(50), 1000);
 	net_fmt_ratio(t->p90, net_lat_percentile(90), 1000);

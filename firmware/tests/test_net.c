@@ -29,22 +29,36 @@ uint64_t net_secs_cycles(uint64_t secs)
 	return virtio_ms_to_cycles(1000) * secs;
 }
 
-void net_fmt_ratio(char out[32], uint64_t num, uint64_t den)
+void net_fmt_fixed(char out[32], uint64_t num, uint64_t den, unsigned decimals)
 {
-	uint64_t tenths = den ? num * 10 / den : 0;
+	uint64_t scale = 1;
+	for (unsigned i = 0; i < decimals; i++)
+		scale *= 10;
+	uint64_t v = den ? num * scale / den : 0;
 	char *p = out + 31;
 	*p = 0;
-	*--p = (char)('0' + tenths % 10);
-	*--p = '.';
-	tenths /= 10;
+	for (unsigned i = 0; i < decimals; i++, v /= 10)
+		*--p = (char)('0' + v % 10);
+	if (decimals)
+		*--p = '.';
 	do
-		*--p = (char)('0' + tenths % 10);
-	while ((tenths /= 10) && p > out);
+		*--p = (char)('0' + v % 10);
+	while ((v /= 10) && p > out);
 	for (unsigned i = 0;; i++) {
 		out[i] = p[i];
 		if (!p[i])
 			break;
 	}
+}
+
+void net_fmt_ratio(char out[32], uint64_t num, uint64_t den)
+{
+	net_fmt_fixed(out, num, den, 1);
+}
+
+void net_fmt_secs(char out[32], uint64_t us)
+{
+	net_fmt_fixed(out, us, 1000000, 3);
 }
 
 const char *net_peer_mac(uint8_t mac[6])
@@ -139,7 +153,7 @@ static const char *udp_sink(void)
 	netif.udp_rx = 0;
 	uint64_t us = virtio_cycles_to_us(end - sink.t_first);
 	char t[32], mbps[32];
-	net_fmt_ratio(t, us, 1000000);
+	net_fmt_secs(t, us);
 	net_fmt_ratio(mbps, sink.bytes * 8, us);
 	kprintf("probe: udp_sink msgs=%lu bytes=%lu secs=%s mbps=%s pps=%lu\n", sink.msgs,
 		sink.bytes, t, mbps, us ? sink.msgs * 1000000 / us : 0);

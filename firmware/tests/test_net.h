@@ -27,6 +27,10 @@ uint64_t net_arg(const char *key, uint64_t def);
 uint64_t net_secs_cycles(uint64_t secs);
 /* num / den with one decimal, as "X.Y", into out. */
 void net_fmt_ratio(char out[32], uint64_t num, uint64_t den);
+/* num/den with `decimals` digits after the point (net_fmt_ratio: one). */
+void net_fmt_fixed(char out[32], uint64_t num, uint64_t den, unsigned decimals);
+/* Microseconds as seconds to the millisecond ("0.094"): a short transfer is not "0.0". */
+void net_fmt_secs(char out[32], uint64_t us);
 /* Resolve the peer's MAC (ARP), printing `probe: net peer_mac=...`. */
 const char *net_peer_mac(uint8_t mac[6]);
 void net_report_stats(void);

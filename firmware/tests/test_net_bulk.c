@@ -64,7 +64,7 @@ static uint32_t bulk_total(void)
 static void report_rate(char t[32], char mbps[32], uint64_t cycles, uint64_t bytes)
 {
 	uint64_t us = virtio_cycles_to_us(cycles);
-	net_fmt_ratio(t, us, 1000000);
+	net_fmt_secs(t, us);
 	net_fmt_ratio(mbps, bytes * 8, us);
 }
 

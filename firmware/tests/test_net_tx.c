@@ -90,7 +90,7 @@ const char *net_udp_stream(void)
 			return err;
 		uint64_t us = virtio_cycles_to_us(r.cycles), bytes = r.msgs * sizes[i];
 		char t[32], mbps[32];
-		net_fmt_ratio(t, us, 1000000);
+		net_fmt_secs(t, us);
 		net_fmt_ratio(mbps, bytes * 8, us);
 		kprintf("probe: udp_stream size=%u secs=%s msgs=%lu bytes=%lu mbps=%s pps=%lu "
 			"frames=%lu kicks=%lu tx_wait_pct=%lu\n",
@@ -114,7 +114,7 @@ const char *net_pktgen(void)
 		return err;
 	uint64_t us = virtio_cycles_to_us(r.cycles);
 	char t[32];
-	net_fmt_ratio(t, us, 1000000);
+	net_fmt_secs(t, us);
 	kprintf("probe: pktgen pkts=%lu secs=%s pps=%lu frame=60 kicks=%lu tx_wait_pct=%lu\n",
 		r.frames, t, us ? r.frames * 1000000 / us : 0, r.kicks,
 		r.cycles ? r.wait * 100 / r.cycles : 0);

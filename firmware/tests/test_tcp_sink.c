@@ -65,7 +65,7 @@ const char *net_tcp_sink(void)
 	bool closed = net_tcp_wait(all_acked, id, CLOSE_MS);
 	uint64_t us = virtio_cycles_to_us(end - start);
 	char secs[32], mbps[32];
-	net_fmt_ratio(secs, us, 1000000);
+	net_fmt_secs(secs, us);
 	net_fmt_ratio(mbps, bytes * 8, us);
 	kprintf("probe: tcp_sink bytes=%lu secs=%s mbps=%s bad=%lu first_bad=%lu dup_acks_sent=%lu "
 		"ooo_dropped=%lu rx_bad=%lu state=%u err=%u reentry_drops=%lu rx_large=%lu\n",

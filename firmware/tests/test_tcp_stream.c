@@ -112,7 +112,7 @@ const char *net_tcp_stream(void)
 	uint64_t us = virtio_cycles_to_us(rdtsc() - t0);
 	bool closed = net_tcp_wait(peer_closed, id, CLOSE_MS);
 	char secs[32], mbps[32];
-	net_fmt_ratio(secs, us, 1000000);
+	net_fmt_secs(secs, us);
 	net_fmt_ratio(mbps, total * 8, us);
 	kprintf("probe: tcp_stream bytes=%lu secs=%s mbps=%s write=%lu sends=%lu segs=%lu "
 		"small_segs=%lu retransmits=%lu fast_retransmits=%lu srtt_us=%u rto_us=%u state=%u "

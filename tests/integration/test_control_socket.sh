@@ -205,7 +205,7 @@ ctl pause >/dev/null || fail "second pause failed"
 out=$(ctl shutdown) || fail "shutdown failed: $out"
 wait_vmm vm 20
 expect_status vm 0
-[ -e "$sock" ] && fail "socket file left behind after exit"
+[ -e "$sock" ] && fail "socket file left behind after exit (line $LINENO)"
 
 # A stale socket (its VMM was killed) is replaced at start. (That VMM runs with --seccomp off:
 # no thread of it is filtered.)
@@ -223,5 +223,5 @@ wait $kpid 2>/dev/null
 run_vmm stale 30 --kernel "$FW/probe.elf" --api-sock "$sock" --cmdline "test=boot"
 expect_probe_pass stale
 expect_line stale err 'replacing stale'
-[ -e "$sock" ] && fail "socket file left behind after exit"
+[ -e "$sock" ] && fail "socket file left behind after exit (line $LINENO)"
 exit 0

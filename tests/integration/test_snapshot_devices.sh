@@ -31,7 +31,7 @@ snapshot_and_kill() {
 for transport in mmio pci; do
 	name=balloon-$transport
 	sock=$TEST_TMP/$name.sock
-	run_vmm_bg "$name" --kernel "$FW/probe.elf" --memory 64M --balloon "transport=$transport" \
+	run_vmm_bg "$name" --kernel "$FW/probe.elf" --memory 64M --balloon,transport=$transport \
 		--api-sock "$sock" --cmdline "test=balloon balloon.touch_mib=16 balloon.timeout=120"
 	wait_line "$name" out '^probe: balloon ready'
 	ctl balloon-set 8 >/dev/null || fail "$name: balloon-set 8"

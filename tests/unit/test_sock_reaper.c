@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vmm/sock_reaper.h"
@@ -108,6 +110,22 @@ Test(sock_reaper, removes_the_socket_when_the_vmm_ends, .init = setup, .fini = t
 	close(alive_w); /* what the VMM's exit, or its death, does */
 	cr_assert_eq(finish(pid, done_r), 0);
 	cr_assert_neq(access(path, F_OK), 0, "the socket was left behind");
+}
+
+/* A chmod or chown changes the socket's change time, not its identity (test_control_socket
+ * chmods it; the helper compared change times and left it behind). */
+Test(sock_reaper, removes_the_socket_after_a_chmod, .init = setup, .fini = teardown)
+{
+	int alive_w, done_r;
+	pid_t pid = start_helper(&alive_w, &done_r, false);
+	cr_assert(waiting_for_the_vmm(pid));
+	struct timespec pause = {.tv_nsec = 20 * 1000 * 1000}; /* a coarse clock must tick */
+	nanosleep(&pause, NULL);
+	cr_assert_eq(chmod(path, 0666), 0);
+	cr_assert_eq(chmod(path, 0600), 0);
+	close(alive_w);
+	cr_assert_eq(finish(pid, done_r), 0);
+	cr_assert_neq(access(path, F_OK), 0, "the socket was left behind after a chmod");
 }
 
 Test(sock_reaper, leaves_a_socket_that_replaced_it, .init = setup, .fini = teardown)
