@@ -9,7 +9,8 @@
 // device's avail event says so (virtio 1.2, 2.7.10). Frames the caller sends (ARP answers) go out
 // through the transmit queue. What it leaves out: the guest's own time, its interrupt and exit
 // costs, and the vCPU thread (the driver's work runs on the I/O thread here, a few percent of it).
-// Include after tool.h; needs minivmm's objects linked in (the Makefile's tapread rule).
+// Also the backend-only modes' opening (dg_backend_open). Include after tool.h; needs
+// minivmm's objects linked in (the Makefile's rule for tapread and tapwake).
 #ifndef NETBENCH_DEVGUEST_H
 #define NETBENCH_DEVGUEST_H
 
@@ -54,6 +55,44 @@ struct devguest {
 };
 
 static struct devguest *devguest_now; // the transport's callbacks find it here
+
+// --backend* / --mode backend*: minivmm's tap backend alone on loop (initialised here), its
+// frames announced to rx_ready; exits unless it receives by the asked path (a ring's
+// fallback to read() would pass its figures off as the ring's).
+static inline void dg_backend_nothing(void *opaque)
+{
+	(void)opaque;
+}
+
+static inline void dg_backend_link_down(void *opaque, const char *why)
+{
+	(void)opaque;
+	fprintf(stderr, TOOL_NAME ": the tap backend went down: %s\n", why);
+	exit(1);
+}
+
+static inline struct net_backend *dg_backend_open(struct event_loop *loop, const char *tap,
+						  bool ring, void (*rx_ready)(void *))
+{
+	if (event_loop_init(loop) < 0)
+		die("event_loop_init");
+	struct net_backend_client client = {.rx_ready = rx_ready,
+					    .tx_ready = dg_backend_nothing,
+					    .link_down = dg_backend_link_down};
+	char err[256];
+	struct net_backend *be =
+	    tap_backend_open(tap, loop, &client, ring ? TAP_URING_RX : 0, err, sizeof(err));
+	if (!be) {
+		fprintf(stderr, TOOL_NAME ": %s\n", err);
+		exit(1);
+	}
+	const char *path = be->ops->rx_path(be);
+	if (strcmp(path, ring ? "io_uring" : "read")) {
+		fprintf(stderr, TOOL_NAME ": the backend receives by %s\n", path);
+		exit(1);
+	}
+	return be;
+}
 
 static inline void *dg_gpa(struct devguest *g, uint64_t a)
 {

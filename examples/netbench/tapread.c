@@ -322,39 +322,12 @@ static void backend_rx_ready(void *opaque)
 	more_pending = n == BATCH;
 }
 
-static void backend_nothing(void *opaque)
-{
-	(void)opaque;
-}
-
-static void backend_link_down(void *opaque, const char *why)
-{
-	(void)opaque;
-	fprintf(stderr, "tapread: the tap backend went down: %s\n", why);
-	exit(1);
-}
-
 static void backend_open(struct event_loop *loop, const char *tap, bool ring)
 {
-	if (event_loop_init(loop) < 0)
-		die("event_loop_init");
-	struct net_backend_client client = {.rx_ready = backend_rx_ready,
-					    .tx_ready = backend_nothing,
-					    .link_down = backend_link_down};
-	char err[256];
-	backend = tap_backend_open(tap, loop, &client, ring ? TAP_URING_RX : 0, err, sizeof(err));
-	if (!backend) {
-		fprintf(stderr, "tapread: %s\n", err);
-		exit(1);
-	}
+	backend = dg_backend_open(loop, tap, ring, backend_rx_ready);
 	struct net_offloads none = {0}; // plain frames, IP fragments above the MTU
 	if (backend->ops->set_rx_offloads(backend, &none) < 0)
 		die("the tap backend's set_rx_offloads");
-	const char *path = backend->ops->rx_path(backend);
-	if (strcmp(path, ring ? "io_uring" : "read")) {
-		fprintf(stderr, "tapread: the backend receives by %s\n", path);
-		exit(1);
-	}
 	// As the device does once the guest has posted buffers: receive (which starts the
 	// ring), then ask to be told of the next frames.
 	backend_rx_ready(NULL);

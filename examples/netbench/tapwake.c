@@ -169,37 +169,9 @@ static void backend_rx_ready(void *opaque)
 	}
 }
 
-static void backend_nothing(void *opaque)
-{
-	(void)opaque;
-}
-
-static void backend_link_down(void *opaque, const char *why)
-{
-	(void)opaque;
-	fprintf(stderr, "tapwake: the tap backend went down: %s\n", why);
-	exit(1);
-}
-
 static void backend_open(struct event_loop *loop, bool ring)
 {
-	if (event_loop_init(loop) < 0)
-		die("event_loop_init");
-	struct net_backend_client client = {.rx_ready = backend_rx_ready,
-					    .tx_ready = backend_nothing,
-					    .link_down = backend_link_down};
-	char err[256];
-	backend =
-	    tap_backend_open(tap_name, loop, &client, ring ? TAP_URING_RX : 0, err, sizeof(err));
-	if (!backend) {
-		fprintf(stderr, "tapwake: %s\n", err);
-		exit(1);
-	}
-	const char *path = backend->ops->rx_path(backend);
-	if (strcmp(path, ring ? "io_uring" : "read")) {
-		fprintf(stderr, "tapwake: the backend receives by %s\n", path);
-		exit(1);
-	}
+	backend = dg_backend_open(loop, tap_name, ring, backend_rx_ready);
 }
 
 // --mode device*: a frame the fake driver took out of guest memory.
