@@ -165,7 +165,7 @@ FUZZ_virtio_pci_SRCS := devices/virtio/pci.c devices/pci.c devices/virtio/virtio
 	devices/virtio/virtqueue.c devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c vmm/base/event_loop.c vmm/base/adaptive_poll.c \
 	vmm/base/log.c vmm/base/io_bus.c vmm/options.c
 # (arch/x86 less what needs KVM, libfdt or the legacy devices.)
-FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x86/machine.c \
+FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x86/host_cpuid.c arch/x86/machine.c \
 	arch/x86/fdt.c arch/x86/pc_devices.c,$(wildcard arch/x86/*.c)) vmm/base/guest_mem.c vmm/base/thread_sandbox.c \
 	vmm/base/startup_timing.c
 # The device targets (fuzz_vdev.h): a device model over the virtio core, no transport.

@@ -10,7 +10,7 @@
 # guest RAM faulted in as the guest touches it), minivmm --populate (pre-faulted in the
 # background) and QEMU, one after another.
 #
-# usage: examples/bench-boot.sh [--startup [--variant "MINIVMM ARGS"]] [--runs N] [--memory SIZE]
+# usage: examples/bench-boot.sh [--startup [--variant "MINIVMM ARGS"] [--baseline MINIVMM]] [--runs N] [--memory SIZE]
 #                               [--timeout SEC] [--json]
 #
 # --startup: start-up at the floor instead (examples/lib/bench-startup.sh): the
@@ -19,7 +19,9 @@
 # (when installed), N rounds in rotating order; medians of the first serial byte, minivmm/floor
 # and QEMU/floor, and minivmm's median time and share per start-up step. Target (issue 19):
 # minivmm <= 1.5x the floor. --variant "ARGS" adds a column: minivmm with ARGS added (e.g.
-# --variant "--seccomp off": what the system-call filters cost end to end).
+# --variant "--seccomp off": what the system-call filters cost end to end). --baseline PATH adds
+# another minivmm binary (an older build: cp build/minivmm /tmp/minivmm-old before the change) in
+# the same rounds, with its own steps: a change's effect on start-up, side by side in one run.
 #
 # The measuring is done by examples/first-byte.c (built here into build/examples/first-byte):
 # it fork/execs the VMM with stdout on a pipe, times the first byte with CLOCK_MONOTONIC and
@@ -33,12 +35,13 @@ TIMEOUT=30
 JSON=0
 STARTUP=0
 VARIANT=""
+BASELINE=""
 CMDLINE=""
 
 # shellcheck source=examples/lib/bench-common.sh
 source "$(dirname "$0")/lib/bench-common.sh"
 bench_args --runs=RUNS --memory=MEMORY --timeout=TIMEOUT --json+JSON --startup+STARTUP \
-	--variant=VARIANT -- "$@"
+	--variant=VARIANT --baseline=BASELINE -- "$@"
 bench_positive RUNS
 case "$MEMORY" in
 [1-9]*[0-9]M) MEM_BYTES=$(( ${MEMORY%M} << 20 )) ;;
@@ -47,6 +50,8 @@ case "$MEMORY" in
 esac
 
 [ -z "$VARIANT" ] || [ "$STARTUP" = 1 ] || die "--variant goes with --startup"
+[ -z "$BASELINE" ] || [ "$STARTUP" = 1 ] || die "--baseline goes with --startup"
+[ -z "$BASELINE" ] || [ -x "$BASELINE" ] || die "--baseline $BASELINE: not an executable"
 bench_paths
 if [ "$STARTUP" = 1 ]; then
 	# shellcheck source=examples/lib/bench-startup.sh

@@ -44,7 +44,8 @@ int vcpus_create(struct vm *vm, const struct boot_entry *entry)
 			log_error("mmap of vCPU %d state: %s", i, strerror(errno));
 			return -1;
 		}
-		if (x86_vcpu_init(vm->kvm_fd, v->fd, i, vm->nr_vcpus))
+		if (x86_vcpu_init(host_cpuid_get(&vm->host_cpuid, vm->kvm_fd), v->fd, i,
+				  vm->nr_vcpus))
 			return -1;
 		/* Application processors wait in KVM for INIT/SIPI from the boot vCPU. No entry: a
 		 * restore sets every register from the snapshot. */

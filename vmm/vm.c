@@ -100,6 +100,7 @@ void vm_destroy(struct vm *vm)
 		close(vm->stop_fd);
 	if (vm->vm_fd >= 0)
 		close(vm->vm_fd);
+	host_cpuid_destroy(&vm->host_cpuid);
 	if (vm->kvm_fd >= 0)
 		close(vm->kvm_fd);
 	io_bus_destroy(&vm->pio);

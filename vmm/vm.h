@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "arch/x86/host_cpuid.h"
 #include "config.h"
 #include "vmm/base/event_loop.h"
 #include "vmm/base/guest_mem.h"
@@ -53,6 +54,7 @@ struct vcpu {
 struct vm {
 	const struct vm_config *cfg;
 	int kvm_fd;
+	struct host_cpuid host_cpuid; /* KVM's supported CPUID, fetched for vCPU 0 */
 	int vm_fd;
 	int vcpu_mmap_size;
 	struct guest_mem mem;

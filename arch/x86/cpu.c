@@ -169,9 +169,9 @@ static int set_lapic_lints(int vcpu_fd)
 	return 0;
 }
 
-int x86_vcpu_init(int kvm_fd, int vcpu_fd, int index, int nr_cpus)
+int x86_vcpu_init(const struct kvm_cpuid2 *supported, int vcpu_fd, int index, int nr_cpus)
 {
-	if (x86_cpuid_setup(kvm_fd, vcpu_fd, index, nr_cpus))
+	if (x86_cpuid_setup(supported, vcpu_fd, index, nr_cpus))
 		return -1;
 	if (set_msrs(vcpu_fd) || set_fpu(vcpu_fd) || set_lapic_lints(vcpu_fd))
 		return -1;

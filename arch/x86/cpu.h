@@ -13,7 +13,7 @@
  * level as ../shared/PLATFORM.md requires). Returns 0 or -1 if RAM is too small. */
 int x86_setup_boot_tables(struct guest_mem *mem);
 /* Per-vCPU state every vCPU needs: CPUID, MSRs, FPU, LAPIC LINT0/1. */
-int x86_vcpu_init(int kvm_fd, int vcpu_fd, int index, int nr_cpus);
+int x86_vcpu_init(const struct kvm_cpuid2 *supported, int vcpu_fd, int index, int nr_cpus);
 /* Registers for the boot vCPU to enter the kernel described by entry. */
 int x86_vcpu_set_boot_regs(int vcpu_fd, const struct boot_entry *entry);
 /* Log RIP, mode and the instruction bytes at RIP (for internal errors). */

@@ -5,9 +5,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "arch/x86/host_cpuid.h"
 #include "vmm/base/log.h"
 
-#define CPUID_MAX_ENTRIES 256
+#define CPUID_MAX_ENTRIES HOST_CPUID_MAX_ENTRIES
 
 static struct kvm_cpuid_entry2 *find_leaf(struct kvm_cpuid2 *cpuid, unsigned function,
 					  unsigned index)
@@ -82,8 +83,10 @@ void x86_cpuid_adjust(struct kvm_cpuid2 *cpuid, unsigned max_entries, int index,
 	}
 }
 
-int x86_cpuid_setup(int kvm_fd, int vcpu_fd, int index, int nr_cpus)
+int x86_cpuid_setup(const struct kvm_cpuid2 *supported, int vcpu_fd, int index, int nr_cpus)
 {
+	if (!supported)
+		return -1; /* host_cpuid_get said why */
 	size_t size =
 	    sizeof(struct kvm_cpuid2) + CPUID_MAX_ENTRIES * sizeof(struct kvm_cpuid_entry2);
 	struct kvm_cpuid2 *cpuid = calloc(1, size);
@@ -92,12 +95,11 @@ int x86_cpuid_setup(int kvm_fd, int vcpu_fd, int index, int nr_cpus)
 		return -1;
 	}
 	int rc = -1;
-	/* Leave room for the one leaf we may add. */
-	cpuid->nent = CPUID_MAX_ENTRIES - 1;
-	if (ioctl(kvm_fd, KVM_GET_SUPPORTED_CPUID, cpuid) < 0) {
-		log_error("KVM_GET_SUPPORTED_CPUID: %s", strerror(errno));
-		goto out;
-	}
+	/* A copy per vCPU: the adjustments differ (APIC IDs); room is left for the leaf we add. */
+	unsigned nent =
+	    supported->nent < CPUID_MAX_ENTRIES - 1 ? supported->nent : CPUID_MAX_ENTRIES - 1;
+	cpuid->nent = nent;
+	memcpy(cpuid->entries, supported->entries, nent * sizeof(struct kvm_cpuid_entry2));
 	int khz = ioctl(vcpu_fd, KVM_GET_TSC_KHZ, 0);
 	x86_cpuid_adjust(cpuid, CPUID_MAX_ENTRIES, index, nr_cpus, khz > 0 ? (unsigned)khz : 0);
 	if (ioctl(vcpu_fd, KVM_SET_CPUID2, cpuid) < 0) {

@@ -10,6 +10,7 @@
 /* Adjust entries in place for vCPU index of nr_cpus (one core per vCPU, one socket). */
 void x86_cpuid_adjust(struct kvm_cpuid2 *cpuid, unsigned max_entries, int index, int nr_cpus,
 		      unsigned tsc_khz);
-int x86_cpuid_setup(int kvm_fd, int vcpu_fd, int index, int nr_cpus);
+/* KVM's supported table (host_cpuid_get; NULL: fail), adjusted, onto the vCPU. */
+int x86_cpuid_setup(const struct kvm_cpuid2 *supported, int vcpu_fd, int index, int nr_cpus);
 
 #endif

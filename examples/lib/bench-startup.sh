@@ -29,6 +29,7 @@ startup_main() {
 	mkdir -p build/examples
 	cc -O2 -Wall -Wextra -Werror -o "$helper" examples/first-byte.c
 	[ -z "$VARIANT" ] || names+=(variant)
+	[ -z "$BASELINE" ] || names+=(baseline)
 	if command -v "$QEMU" >/dev/null; then names+=(qemu); else
 		echo "$BENCH_NAME: $QEMU not found: no QEMU column (apt-get install qemu-system-x86)" >&2
 	fi
@@ -39,12 +40,13 @@ startup_main() {
 	local extra
 	read -r -a extra <<<"$VARIANT" # words, as typed
 	CMD_variant=("${CMD_minivmm[@]}" "${extra[@]}")
+	CMD_baseline=("$BASELINE" "${CMD_minivmm[@]:1}")
 	CMD_qemu=("$QEMU" -accel kvm -M microvm,x-option-roms=off,pit=off,pic=off,rtc=off,isa-serial=on
 		-m "$MEMORY" -nodefaults -no-user-config -nographic -serial stdio
 		-kernel "$tiny" -append "" -device isa-debug-exit,iobase=0xf4)
 	# The guest writes 0x21 to port 0xf4: minivmm and the floor exit with it, QEMU with
 	# (0x21 << 1) | 1.
-	EXPECT_floor=33 EXPECT_minivmm=33 EXPECT_variant=33 EXPECT_qemu=67
+	EXPECT_floor=33 EXPECT_minivmm=33 EXPECT_variant=33 EXPECT_baseline=33 EXPECT_qemu=67
 
 	local date cpu
 	date=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
@@ -130,6 +132,7 @@ startup_table() {
 		'BEGIN { print (r <= 1.5 ? "met" : "NOT met") }'))"
 	startup_steps_table minivmm "${STARTUP_STEPS[@]}"
 	[ -z "$VARIANT" ] || startup_steps_table variant "${STARTUP_STEPS[@]}"
+	[ -z "$BASELINE" ] || startup_steps_table baseline "${STARTUP_STEPS[@]}"
 	startup_steps_table floor "${FLOOR_STEPS[@]}"
 }
 

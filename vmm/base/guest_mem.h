@@ -36,10 +36,16 @@ struct guest_mem {
 	pthread_mutex_t populate_lock; /* start vs. stop from different threads */
 };
 
+/* The first 2 MiB stay in 4 KiB pages: the loader writes a few pages there (boot tables, a small
+ * kernel at 1 MiB) before the guest's first instruction, and a huge page's first touch would
+ * clear all 2 MiB on the start-up path (~0.2 ms: examples/bench-boot.sh --startup, "load"). */
+#define GUEST_MEM_LOW_4K_BYTES (2ULL << 20)
+
 /* Lay out ram_size bytes and map them. With populate, every page is pre-faulted, by a background
  * thread (MADV_POPULATE_WRITE, see guest_mem_start_populate) so the guest starts at once yet
  * rarely takes a first-touch fault; kernels without MADV_POPULATE_WRITE get a synchronous
- * MAP_POPULATE. Returns 0 or -errno. */
+ * MAP_POPULATE. Transparent huge pages above GUEST_MEM_LOW_4K_BYTES, 4 KiB pages below it.
+ * Returns 0 or -errno. */
 int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate);
 /* Map ram_size bytes of guest RAM from fd (a snapshot's memory file) MAP_PRIVATE: pages are read
  * from the file as the guest touches them and copied only when it writes them; the file is never
