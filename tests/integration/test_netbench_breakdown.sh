@@ -116,6 +116,16 @@ for k in kicks_per_pkt wakeups_per_pkt; do
 done
 grep -q '"exits_per_pkt":{"io":[0-9.]*,"mmio":[0-9.]*,"hlt":[0-9.]*,"other":[0-9.]*}' <<<"$bd" ||
 	fail "minivmm g2h: exits per packet: $bd"
+# h2g: the guest stops counting (and minivmm exits) before the host stops sending; the host
+# tool's last status request then meets a closed socket and must not die of SIGPIPE.
+run h2gvm --config minivmm: --dir h2g --sizes 64 --json
+bd=$(breakdown "$out" minivmm:)
+[ -n "$bd" ] || fail "minivmm h2g: no breakdown: $out"
+grep -q '"proc":"vmm","thread":"io"' <<<"$bd" || fail "minivmm h2g: no io thread: $bd"
+grep -q '"proc":"vmm","thread":"vcpu0"' <<<"$bd" || fail "minivmm h2g: no vcpu0 thread: $bd"
+# The probe posts receive buffers in batches: a kick per packet at most.
+awk -v v="$(num "$bd" kicks_per_pkt)" 'BEGIN { exit !(v > 0 && v <= 1) }' ||
+	fail "minivmm h2g: kicks per packet: $bd"
 run rrvm --config minivmm: --dir rr --sizes 64 --json
 bd=$(breakdown "$out" minivmm:)
 # One request in flight: the I/O thread is idle when it comes, so each one is kicked (tx=bh).
