@@ -170,6 +170,15 @@ static void bd_take(struct breakdown *b, struct bd_sample *s, long pid, double t
 	bd_status(b, s->status);
 }
 
+// Whether a later sample may end the window: the VMM still whole (exiting, its threads leave
+// /proc one by one, and a window ended on what is left of it would drop the busy ones), and its
+// status read if the first sample had one.
+static bool bd_sample_complete(const struct breakdown *b, const struct bd_sample *s)
+{
+	return s->proc[0].n > 0 && s->proc[0].n >= b->begin.proc[0].n &&
+	       (s->status[0] || !b->begin.status[0]);
+}
+
 // Called whenever datagrams moved at time t, count of them so far; pid: the VMM's (0: unknown).
 static void bd_tick(struct breakdown *b, long pid, double t, unsigned long long count)
 {
@@ -182,7 +191,7 @@ static void bd_tick(struct breakdown *b, long pid, double t, unsigned long long 
 		// Once the VMM is gone (h2g: the guest stopped counting and exited) the window
 		// ends.
 		bd_take(b, &next, pid, t, count);
-		if (next.proc[0].n > 0)
+		if (bd_sample_complete(b, &next))
 			b->end = next;
 	} else {
 		return;

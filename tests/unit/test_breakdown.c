@@ -97,3 +97,26 @@ Test(breakdown, a_thread_gone_before_its_name_is_not_sampled, .fini = remove_thr
 	struct bd_thread t;
 	cr_assert_not(bd_read_thread(42, 42, &t));
 }
+
+/* A VMM on its way out (threads leaving /proc, its control socket closed) does not end the
+ * window: the breakdown would lose the threads that did the work. */
+Test(breakdown, a_vmm_exiting_does_not_end_the_window)
+{
+	static struct breakdown b;
+	static struct bd_sample s;
+	b = (struct breakdown){.sock_fd = -1};
+	b.begin.proc[0].n = 3;
+	strcpy(b.begin.status, "{\"ok\":true}");
+	s = b.begin;
+	cr_assert(bd_sample_complete(&b, &s), "the same VMM, whole");
+	s.proc[0].n = 1;
+	cr_assert_not(bd_sample_complete(&b, &s), "two threads gone");
+	s.proc[0].n = 0;
+	cr_assert_not(bd_sample_complete(&b, &s), "the VMM gone");
+	s.proc[0].n = 4;
+	cr_assert(bd_sample_complete(&b, &s), "a thread more (a populate thread) is fine");
+	s.status[0] = 0;
+	cr_assert_not(bd_sample_complete(&b, &s), "its control socket no longer answers");
+	b.begin.status[0] = 0;
+	cr_assert(bd_sample_complete(&b, &s), "no status asked for: threads alone decide");
+}
