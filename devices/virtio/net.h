@@ -30,6 +30,9 @@ struct net_options {
 #define NET_DEFAULT_TX_BURST	256
 #define NET_DEFAULT_TX_TIMER_US 150
 #define NET_MAX_POLL_US		10000
+/* Adaptive polling's default bound with tx=bh: request/response 2-2.5x the transactions/s
+ * and half the p50 latency, streams within run-to-run noise (docs/performance.md). */
+#define NET_DEFAULT_POLL_US 50
 
 struct virtio_dev;
 struct guest_mem;

@@ -1,6 +1,7 @@
 /* --net: option parsing and the device-kind entry for virtio-net. */
 #include "vmm/kinds/kinds.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,7 +178,8 @@ static const struct option_desc net_option_table[] = {
      .max = NET_MAX_POLL_US,
      .arg = "USEC",
      .help = "tx=bh: poll the rings for up to USEC before the I/O thread\n"
-	     "sleeps, the guest's transmit kicks off meanwhile (default 0: off)"},
+	     "sleeps, the guest's transmit kicks off meanwhile (default 50;\n"
+	     "0: off; with tx=timer: off)"},
     {.key = "tx-uring",
      .type = OPTION_BOOL,
      OPTION_FIELD(struct net_options, tx_uring),
@@ -211,8 +213,11 @@ int net_options_parse(const struct option_list *opts, struct net_options *cfg, c
 	cfg->tx_burst = NET_DEFAULT_TX_BURST;
 	cfg->tx_timer_us = NET_DEFAULT_TX_TIMER_US;
 	cfg->offload = true;
+	cfg->poll_us = UINT32_MAX; /* not given: the default, which depends on tx= */
 	if (options_parse(net_option_table, opts, what, "transport=", cfg, err, errlen))
 		return -1;
+	if (cfg->poll_us == UINT32_MAX)
+		cfg->poll_us = cfg->tx_mode == NET_TX_BH ? NET_DEFAULT_POLL_US : 0;
 	if (cfg->user == !!cfg->tap[0]) {
 		snprintf(err, errlen, "%s: give exactly one backend: tap=NAME or user", what);
 		return -1;
