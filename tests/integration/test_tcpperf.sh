@@ -77,12 +77,13 @@ awk -v a="$(field "$TEST_TMP/rr.out" lat_us_p50)" -v b="$(field "$TEST_TMP/rr.ou
 	fail "rr: percentiles out of order: $(cat "$TEST_TMP/rr.out")"
 
 # An echo with one byte wrong (in the 3rd request): the client stops there and fails.
+# (The client's output has a file of its own: rrbad.out is the server's.)
 serve rrbad rr-server --size 300 --flip 650
-if "$TCPPERF" rr --dest 127.0.0.1 --port "$PORT" --size 300 --secs 5 >"$TEST_TMP/rrbad.out" 2>&1; then
-	fail "rrbad: tcpperf rr took a wrong echo: $(cat "$TEST_TMP/rrbad.out")"
+if "$TCPPERF" rr --dest 127.0.0.1 --port "$PORT" --size 300 --secs 5 >"$TEST_TMP/rrbad.client" 2>&1; then
+	fail "rrbad: tcpperf rr took a wrong echo: $(cat "$TEST_TMP/rrbad.client")"
 fi
-grep -q '^tcpperf: mode=rr size=300 trans=2 .* bad=1 ok=0$' "$TEST_TMP/rrbad.out" ||
-	fail "rrbad: $(cat "$TEST_TMP/rrbad.out")"
+grep -q '^tcpperf: mode=rr size=300 trans=2 .* bad=1 ok=0$' "$TEST_TMP/rrbad.client" ||
+	fail "rrbad: $(cat "$TEST_TMP/rrbad.client")"
 wait "$SRV_PID" || true
 
 # Connect/request/response (crr): a connection per transaction, the client closing first;
