@@ -8,7 +8,10 @@
 # ones); it prints the medians over N rounds, the ratios minivmm / QEMU, and the exact commands.
 #
 # usage: examples/bench-blk.sh [--runs N] [--bytes SIZE] [--secs N] [--depth N] [--transport mmio|pci]
-# (--depth: 1 MiB requests in flight in the sequential passes, 1 to 8, default 8)
+#                              [--baseline MINIVMM]
+# (--depth: 1 MiB requests in flight in the sequential passes, 1 to 8, default 8; --baseline: an
+# older minivmm build, e.g. cp build/minivmm /tmp/minivmm-old before a change, as a third
+# column in the same rounds, with the ratio minivmm / baseline: a change's effect on blk)
 #
 # QEMU runs the microvm machine for mmio (virtio-blk-device, modern virtio-mmio) and the pc
 # machine for pci (virtio-blk-pci, modern only).
@@ -19,10 +22,12 @@ BYTES=64M
 SECS=2
 TRANSPORT=mmio
 DEPTH=8
+BASELINE=""
 
 # shellcheck source=examples/lib/bench-common.sh
 source "$(dirname "$0")/lib/bench-common.sh"
-bench_args --runs=RUNS --bytes=BYTES --secs=SECS --depth=DEPTH --transport=TRANSPORT -- "$@"
+bench_args --runs=RUNS --bytes=BYTES --secs=SECS --depth=DEPTH --transport=TRANSPORT \
+	--baseline=BASELINE -- "$@"
 bench_positive RUNS SECS
 [[ "$BYTES" =~ ^[1-9][0-9]*[KMG]?$ ]] || die "--bytes must be like 64M"
 [[ "$DEPTH" =~ ^[1-8]$ ]] || die "--depth must be 1 to 8"
@@ -30,6 +35,7 @@ case "$TRANSPORT" in mmio | pci) ;; *) die "--transport mmio or pci" ;; esac
 
 bench_paths
 bench_require minivmm probe qemu kvm
+[ -z "$BASELINE" ] || [ -x "$BASELINE" ] || die "--baseline $BASELINE: not an executable"
 
 # The image lives beside the build (a real file system: O_DIRECT needs one, tmpfs may not do).
 TMP=$(mktemp -d "$PWD/build/bench-blk.XXXXXX")
@@ -51,7 +57,9 @@ fi
 CMD_qemu=("$QEMU" -accel kvm "${QEMU_DEV[@]}" -m 256M -nographic -no-reboot
 	-kernel "$PROBE" -device isa-debug-exit,iobase=0xf4
 	-drive "file=$IMG,if=none,id=d0,format=raw,cache=none,aio=io_uring" -append "$GUEST")
+CMD_baseline=("$BASELINE" "${CMD_minivmm[@]:1}")
 NAMES=(minivmm qemu)
+[ -z "$BASELINE" ] || NAMES+=(baseline)
 METRICS=(randread_4k_iops seq_read_mbps seq_write_mbps)
 
 # run NAME: one guest run; appends "iops rmbps wmbps" to $TMP/NAME.results
@@ -73,22 +81,35 @@ run() {
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2)}'; }
 
-# Odd rounds run minivmm first, even rounds QEMU first: neither always follows the other.
+# The order rotates from round to round: none always follows another.
+n=${#NAMES[@]}
 for ((r = 1; r <= RUNS; r++)); do
-	if ((r % 2)); then order=(minivmm qemu); else order=(qemu minivmm); fi
-	for name in "${order[@]}"; do run "$name"; done
+	for ((k = 0; k < n; k++)); do run "${NAMES[(r - 1 + k) % n]}"; done
 	echo "round $r/$RUNS done" >&2
 done
 
-echo "virtio-blk, transport=$TRANSPORT, cache=none, guest: $GUEST; medians of $RUNS alternating rounds"
-printf '%-18s %12s %12s %10s\n' metric minivmm qemu ratio
+# ratio A B: A / B to two places, "-" when B is 0
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}'; }
+
+echo "virtio-blk, transport=$TRANSPORT, cache=none, guest: $GUEST; medians of $RUNS rotating rounds"
+if [ -z "$BASELINE" ]; then
+	printf '%-18s %12s %12s %10s\n' metric minivmm qemu ratio
+else
+	printf '%-18s %12s %12s %10s %12s %14s\n' metric minivmm qemu ratio baseline minivmm/base
+fi
 for i in 0 1 2; do
 	mv=$(awk -v c=$((i + 1)) '{print $c}' "$TMP/minivmm.results" | median)
 	qv=$(awk -v c=$((i + 1)) '{print $c}' "$TMP/qemu.results" | median)
-	ratio=$(awk -v a="$mv" -v b="$qv" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}')
-	printf '%-18s %12s %12s %10s\n' "${METRICS[$i]}" "$mv" "$qv" "$ratio"
+	if [ -z "$BASELINE" ]; then
+		printf '%-18s %12s %12s %10s\n' "${METRICS[$i]}" "$mv" "$qv" "$(ratio "$mv" "$qv")"
+	else
+		bv=$(awk -v c=$((i + 1)) '{print $c}' "$TMP/baseline.results" | median)
+		printf '%-18s %12s %12s %10s %12s %14s\n' "${METRICS[$i]}" "$mv" "$qv" "$(ratio "$mv" "$qv")" \
+			"$bv" "$(ratio "$mv" "$bv")"
+	fi
 done
 echo
 echo "commands:"
 echo "  minivmm: ${CMD_minivmm[*]}"
 echo "  qemu:    ${CMD_qemu[*]}"
+[ -z "$BASELINE" ] || echo "  baseline: ${CMD_baseline[*]}"

@@ -83,6 +83,19 @@ status=0
 [ "$status" = 33 ] || { show floor; fail "floor: exit status $status, expected 33"; }
 [ "$(cat "$TEST_TMP/floor.out")" = "!" ] || { show floor; fail "floor: console is not '!'"; }
 check_timing floor main "${FLOOR_STEPS[@]}"
+# The same with minivmm's guest RAM and KVM's set-up for Linux (bench-boot's kvmfloor column).
+status=0
+"$FLOOR" --memory 64 --linux-kvm </dev/null >"$TEST_TMP/kvmfloor.out" 2>"$TEST_TMP/kvmfloor.err" ||
+	status=$?
+[ "$status" = 33 ] || { show kvmfloor; fail "kvmfloor: exit status $status, expected 33"; }
+[ "$(cat "$TEST_TMP/kvmfloor.out")" = "!" ] || { show kvmfloor; fail "kvmfloor: console is not '!'"; }
+check_timing kvmfloor main "${FLOOR_STEPS[@]}"
+for bad in 1 0x40 65537 ''; do
+	status=0
+	"$FLOOR" --memory "$bad" </dev/null >/dev/null 2>"$TEST_TMP/floorbad.err" || status=$?
+	[ "$status" = 2 ] && grep -q -- '--memory takes MiB' "$TEST_TMP/floorbad.err" ||
+		fail "floor: --memory '$bad' gave status $status: $(cat "$TEST_TMP/floorbad.err")"
+done
 
 # minivmm boots it (PVH) and, with --timing, accounts for every step.
 run_vmm tiny 30 --kernel "$TINY" --memory 64M --quiet --timing
