@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <slirp/libslirp.h>
 #include <stdio.h>
@@ -15,10 +16,9 @@
 #include "vmm/base/event_loop.h"
 #include "vmm/base/log.h"
 
-#define RXQ_FRAMES  256 /* frames slirp produced that the guest has not taken yet */
-#define FRAME_MAX   (NET_HDR_LEN + 65536)
-#define MAX_POLLFDS 256
-#define MAX_TIMERS  16
+#define RXQ_FRAMES 256 /* frames slirp produced that the guest has not taken yet */
+#define FRAME_MAX  (NET_HDR_LEN + 65536)
+#define MAX_TIMERS 16
 
 struct slirp_timer {
 	bool used, armed;
@@ -27,11 +27,12 @@ struct slirp_timer {
 	void *cb_opaque;
 };
 
-/* An fd of slirp's poll set that epoll watches. Slots are matched by fd number, so a slot must be
+/* An fd of slirp's poll set that epoll watches, in a table indexed by fd number. A slot must be
  * freed (and the fd taken out of epoll) before slirp closes the fd: unregister_poll_fd does that,
  * or a new socket that gets the same number would be taken for the old one and never be watched.
- * owner stays set when the slot is freed: an event already fetched for it in the same epoll_wait
- * batch can still arrive, and only makes slirp look at its sockets once more. */
+ * A slot's memory lives as long as the backend, and owner stays set when the slot is freed: an
+ * event already fetched for it in the same epoll_wait batch can still arrive, and only makes
+ * slirp look at its sockets once more. */
 struct watched_fd {
 	struct event_source src;
 	struct slirp_be *owner;
@@ -51,10 +52,14 @@ struct slirp_be {
 	unsigned rxq_head, rxq_count;
 	bool rx_enabled;
 	struct bottom_half rx_bh, refresh_bh;
-	/* slirp's poll set, mirrored into epoll. */
-	struct pollfd pfds[MAX_POLLFDS];
-	int npfds;
-	struct watched_fd watched[MAX_POLLFDS];
+	/* slirp's poll set, mirrored into epoll. Both grow with it: the guest decides how many
+	 * sockets slirp holds (bounded by the process's fd limit), and a socket left out of the
+	 * set would never be served (libslirp treats it as having no events). */
+	struct pollfd *pfds;
+	int npfds, pfds_cap;
+	struct watched_fd **watched; /* by fd number; NULL where never watched */
+	int nwatched;		     /* the table's length */
+	bool grow_failed_logged;
 	struct event_timer poll_timer; /* slirp's poll timeout and its own timers */
 	struct slirp_timer timers[MAX_TIMERS];
 	struct log_ratelimit guest_error_log; /* the guest decides how often libslirp complains */
@@ -118,11 +123,27 @@ static void slirp_set_rx_enabled(struct net_backend *be, bool enabled)
 
 /* ---- polling slirp's sockets from our epoll loop ---- */
 
+static void log_grow_failure(struct slirp_be *s)
+{
+	if (!s->grow_failed_logged)
+		log_error(
+		    "user-mode network: out of memory for its poll set: sockets left unserved");
+	s->grow_failed_logged = true;
+}
+
 static int add_poll(int fd, int events, void *opaque)
 {
 	struct slirp_be *s = opaque;
-	if (s->npfds == MAX_POLLFDS)
-		return -1;
+	if (s->npfds == s->pfds_cap) {
+		int cap = s->pfds_cap ? (s->pfds_cap <= INT_MAX / 2 ? 2 * s->pfds_cap : 0) : 64;
+		struct pollfd *p = cap ? realloc(s->pfds, (size_t)cap * sizeof(*p)) : NULL;
+		if (!p) {
+			log_grow_failure(s);
+			return -1;
+		}
+		s->pfds = p;
+		s->pfds_cap = cap;
+	}
 	short ev = 0;
 	if (events & SLIRP_POLL_IN)
 		ev |= POLLIN;
@@ -176,53 +197,79 @@ static void arm_poll_timer(struct slirp_be *s, uint32_t timeout_ms)
 				(uint64_t)(deadline > now_ms ? deadline - now_ms : 0) * 1000000ULL);
 }
 
+/* fd's slot in the table, made (and the table grown) on first use; NULL when out of memory. */
+static struct watched_fd *watch_slot(struct slirp_be *s, int fd)
+{
+	if (fd < 0)
+		return NULL;
+	if (fd >= s->nwatched) {
+		int n = s->nwatched ? s->nwatched : 64;
+		while (n <= fd && n <= INT_MAX / 2)
+			n *= 2;
+		if (n <= fd)
+			return NULL;
+		struct watched_fd **t = realloc(s->watched, (size_t)n * sizeof(*t));
+		if (!t)
+			return NULL;
+		memset(t + s->nwatched, 0, (size_t)(n - s->nwatched) * sizeof(*t));
+		s->watched = t;
+		s->nwatched = n;
+	}
+	if (!s->watched[fd]) {
+		struct watched_fd *w = calloc(1, sizeof(*w));
+		if (!w)
+			return NULL;
+		w->owner = s;
+		w->fd = fd;
+		s->watched[fd] = w;
+	}
+	return s->watched[fd];
+}
+
+static void unwatch(struct slirp_be *s, struct watched_fd *w)
+{
+	event_loop_del_fd(s->be.loop, &w->src);
+	w->used = false;
+}
+
 /* Rebuild slirp's poll set and make epoll watch exactly those fds. */
 static void refresh(struct slirp_be *s)
 {
 	uint32_t timeout = UINT32_MAX;
 	s->npfds = 0;
 	s->lib->pollfds_fill(s->slirp, &timeout, add_poll, s);
-	for (int w = 0; w < MAX_POLLFDS; w++)
-		s->watched[w].seen = false;
+	for (int fd = 0; fd < s->nwatched; fd++)
+		if (s->watched[fd])
+			s->watched[fd]->seen = false;
 	for (int i = 0; i < s->npfds; i++) {
 		uint32_t ev = ((s->pfds[i].events & POLLIN) ? EPOLLIN : 0) |
 			      ((s->pfds[i].events & POLLOUT) ? EPOLLOUT : 0) |
 			      ((s->pfds[i].events & POLLPRI) ? EPOLLPRI : 0);
-		int free_slot = -1, w;
-		for (w = 0; w < MAX_POLLFDS; w++) {
-			if (s->watched[w].used && s->watched[w].fd == s->pfds[i].fd)
-				break;
-			if (!s->watched[w].used && free_slot < 0)
-				free_slot = w;
-		}
-		if (w < MAX_POLLFDS) {
-			/* A failed change means the fd was closed (and reused) without
-			 * unregister_poll_fd: watch what the number refers to now. */
-			if (s->watched[w].events != ev &&
-			    event_loop_mod_fd(s->be.loop, &s->watched[w].src, ev) &&
-			    event_loop_add_fd(s->be.loop, &s->watched[w].src, s->pfds[i].fd, ev,
-					      fd_event, &s->watched[w])) {
-				s->watched[w].used = false;
-				continue;
-			}
-		} else if (free_slot >= 0) {
-			w = free_slot;
-			s->watched[w].fd = s->pfds[i].fd;
-			if (event_loop_add_fd(s->be.loop, &s->watched[w].src, s->pfds[i].fd, ev,
-					      fd_event, &s->watched[w]))
-				continue;
-			s->watched[w].used = true;
-		} else {
+		struct watched_fd *w = watch_slot(s, s->pfds[i].fd);
+		if (!w) {
+			log_grow_failure(s);
 			continue;
 		}
-		s->watched[w].events = ev;
-		s->watched[w].seen = true;
-	}
-	for (int w = 0; w < MAX_POLLFDS; w++) {
-		if (s->watched[w].used && !s->watched[w].seen) {
-			event_loop_del_fd(s->be.loop, &s->watched[w].src);
-			s->watched[w].used = false;
+		if (w->used) {
+			/* A failed change means the fd was closed (and reused) without
+			 * unregister_poll_fd: watch what the number refers to now. */
+			if (w->events != ev && event_loop_mod_fd(s->be.loop, &w->src, ev) &&
+			    event_loop_add_fd(s->be.loop, &w->src, w->fd, ev, fd_event, w)) {
+				w->used = false;
+				continue;
+			}
+		} else {
+			if (event_loop_add_fd(s->be.loop, &w->src, w->fd, ev, fd_event, w))
+				continue;
+			w->used = true;
 		}
+		w->events = ev;
+		w->seen = true;
+	}
+	for (int fd = 0; fd < s->nwatched; fd++) {
+		struct watched_fd *w = s->watched[fd];
+		if (w && w->used && !w->seen)
+			unwatch(s, w);
 	}
 	arm_poll_timer(s, timeout);
 }
@@ -325,13 +372,8 @@ static void register_poll_fd(int fd, void *opaque)
 static void unregister_poll_fd(int fd, void *opaque)
 {
 	struct slirp_be *s = opaque;
-	for (int w = 0; w < MAX_POLLFDS; w++) {
-		if (s->watched[w].used && s->watched[w].fd == fd) {
-			event_loop_del_fd(s->be.loop, &s->watched[w].src);
-			s->watched[w].used = false;
-			return;
-		}
-	}
+	if (fd >= 0 && fd < s->nwatched && s->watched[fd] && s->watched[fd]->used)
+		unwatch(s, s->watched[fd]);
 }
 
 static void notify(void *opaque)
@@ -387,11 +429,10 @@ static int slirp_set_rx_offloads(struct net_backend *be, const struct net_offloa
 static void slirp_destroy(struct net_backend *be)
 {
 	struct slirp_be *s = (struct slirp_be *)be;
-	for (int w = 0; w < MAX_POLLFDS; w++) {
-		if (s->watched[w].used)
-			event_loop_del_fd(s->be.loop, &s->watched[w].src);
-		s->watched[w].used = false; /* slirp_cleanup's unregister_poll_fd finds none */
-	}
+	for (int fd = 0; fd < s->nwatched; fd++)
+		if (s->watched[fd] && s->watched[fd]->used)
+			unwatch(s,
+				s->watched[fd]); /* slirp_cleanup's unregister_poll_fd finds none */
 	event_timer_destroy(s->be.loop, &s->poll_timer);
 	s->lib->cleanup(s->slirp);
 	while (s->rxq_count) {
@@ -399,6 +440,10 @@ static void slirp_destroy(struct net_backend *be)
 		s->rxq_head = (s->rxq_head + 1) % RXQ_FRAMES;
 		s->rxq_count--;
 	}
+	for (int fd = 0; fd < s->nwatched; fd++)
+		free(s->watched[fd]);
+	free(s->watched);
+	free(s->pfds);
 	free(s);
 }
 
@@ -578,8 +623,6 @@ struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct 
 	s->be.loop = loop;
 	bottom_half_init(&s->rx_bh, rx_bh_run, s);
 	bottom_half_init(&s->refresh_bh, refresh_bh_run, s);
-	for (int w = 0; w < MAX_POLLFDS; w++)
-		s->watched[w].owner = s;
 	if (event_timer_init(loop, &s->poll_timer, poll_timer_run, s)) {
 		snprintf(err, errlen, "cannot create a timer");
 		free(s);

@@ -29,6 +29,7 @@
 #include "vmm/seccomp.h"
 
 #define FRAME_MAX 2048
+#define POLL_MAX  1024 /* fds of slirp's poll set the tests look at */
 #define TH_SYN	  0x02
 #define TH_RST	  0x04
 #define TH_ACK	  0x10
@@ -49,6 +50,7 @@ static struct tcp_seen {
 	uint32_t seq, ack;
 } tcp_seen[64];
 static int ntcp_seen;
+static bool udp_seen[65536]; /* a UDP datagram to this guest port came */
 
 /* ---- frames ---- */
 
@@ -175,6 +177,8 @@ static void note_frame(const uint8_t *buf, size_t len)
 	uint16_t type = get16(f + 12);
 	if (type == 0x0806 && len >= 14 + 28 && get16(f + 14 + 6) == 2)
 		arp_reply_seen = true;
+	if (type == 0x0800 && len >= 14 + 28 && f[14 + 9] == IPPROTO_UDP)
+		udp_seen[get16(f + 14 + (f[14] & 0xf) * 4 + 2)] = true;
 	if (type != 0x0800 || len < 14 + 20 || f[14 + 9] != IPPROTO_TCP)
 		return;
 	const uint8_t *tcp = f + 14 + (f[14] & 0xf) * 4;
@@ -233,7 +237,7 @@ static void run_refresh(void)
 
 static int poll_fds(int *fds)
 {
-	return slirp_backend_poll_fds(be, fds, 256);
+	return slirp_backend_poll_fds(be, fds, POLL_MAX);
 }
 
 static bool in_set(int fd, const int *fds, int n)
@@ -256,7 +260,7 @@ static ino_t inode_of(int fd)
  * epoll fd lists "tfd: N ... ino:HEX" per registration). */
 static void assert_poll_set_watched(const char *when)
 {
-	int fds[256], n = poll_fds(fds);
+	int fds[POLL_MAX], n = poll_fds(fds);
 	char path[64], line[256];
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", loop.epoll_fd);
 	for (int i = 0; i < n; i++) {
@@ -299,6 +303,7 @@ static void setup(void)
 	be->ops->set_rx_enabled(be, true);
 	arp_reply_seen = false;
 	ntcp_seen = 0;
+	memset(udp_seen, 0, sizeof(udp_seen));
 
 	/* The guest announces itself (slirp answers to a MAC it has learned). */
 	send_arp_request();
@@ -354,7 +359,7 @@ struct scenario {
  * through a dup, so that only an explicit EPOLL_CTL_DEL takes it out of epoll. */
 static void reset_and_reconnect(struct scenario *sc, bool hold_old)
 {
-	int before[256], nbefore = poll_fds(before);
+	int before[POLL_MAX], nbefore = poll_fds(before);
 	assert_poll_set_watched("at start");
 
 	send_tcp(sport1, isn1, 0, TH_SYN);
@@ -367,7 +372,7 @@ static void reset_and_reconnect(struct scenario *sc, bool hold_old)
 	assert_poll_set_watched("connection 1 established");
 
 	/* N: the one fd slirp polls now and did not before (the established socket). */
-	int after[256], nafter = poll_fds(after);
+	int after[POLL_MAX], nafter = poll_fds(after);
 	sc->n_fd = -1;
 	for (int i = 0; i < nafter; i++) {
 		if (!in_set(after[i], before, nbefore)) {
@@ -386,7 +391,7 @@ static void reset_and_reconnect(struct scenario *sc, bool hold_old)
 	send_tcp(sport1, isn1 + 1, iss1 + 1, TH_RST | TH_ACK);
 	send_tcp(sport2, isn2, 0, TH_SYN);
 	run_refresh();
-	int now[256], nnow = poll_fds(now);
+	int now[POLL_MAX], nnow = poll_fds(now);
 	cr_assert(in_set(sc->n_fd, now, nnow) && inode_of(sc->n_fd) != sc->old_ino,
 		  "precondition: connection 2's socket got fd %d, the number connection 1's had",
 		  sc->n_fd);
@@ -625,4 +630,55 @@ Test(slirp, takes_no_offloaded_frames)
 	memset(&o, 0xff, sizeof(o));
 	be->ops->offloads_supported(be, &o);
 	cr_assert_not(o.csum || o.tso4 || o.tso6 || o.ecn || o.uso);
+}
+
+/* More sockets than the poll set once held (256): a guest talks UDP from 300 source ports to a
+ * host service, one slirp socket each, and the host answers each one alone, which must wake the
+ * loop and reach the guest: a socket left out of the poll set (the oldest ones: libslirp lists
+ * the newest first), or out of epoll (the highest fd numbers), is never read. */
+Test(slirp, every_socket_is_served_past_256)
+{
+	enum { FLOWS = 300, BASE_PORT = 41000 };
+	int host = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(host, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	cr_assert_eq(bind(host, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(host, (struct sockaddr *)&a, &alen), 0);
+	struct sockaddr_in peers[FLOWS];
+	for (int i = 0; i < FLOWS; i++) {
+		uint8_t f[64];
+		uint8_t *ip = f + eth_header(f, slirp_mac, 0x0800), *udp = ip + 20;
+		memset(ip, 0, 28);
+		ip[0] = 0x45;
+		put16(ip + 2, 28);
+		ip[8] = 64;
+		ip[9] = IPPROTO_UDP;
+		put_ip4(ip + 12, "10.0.2.15");
+		put_ip4(ip + 16, "10.0.2.2");
+		put16(ip + 10, csum_fold(csum_add(0, ip, 20)));
+		put16(udp, (uint16_t)(BASE_PORT + i));
+		put16(udp + 2, ntohs(a.sin_port));
+		put16(udp + 4, 8);
+		guest_send(f, 14 + 28);
+		run_refresh();
+		/* slirp sends it on at once, from the flow's own socket */
+		struct pollfd pfd = {.fd = host, .events = POLLIN};
+		cr_assert_eq(poll(&pfd, 1, 5000), 1, "flow %d reached the host", i);
+		socklen_t plen = sizeof(peers[i]);
+		cr_assert_eq(recvfrom(host, NULL, 0, 0, (struct sockaddr *)&peers[i], &plen), 0);
+	}
+	int fds[POLL_MAX], polled = poll_fds(fds);
+	cr_assert_geq(polled, FLOWS, "slirp polls every flow's socket: %d", polled);
+	assert_poll_set_watched("300 flows");
+	for (int i = 0; i < FLOWS; i++) {
+		cr_assert_eq(
+		    sendto(host, "r", 1, 0, (struct sockaddr *)&peers[i], sizeof(peers[i])), 1);
+		double deadline = now_s() + 5;
+		while (!udp_seen[BASE_PORT + i] && now_s() < deadline)
+			event_loop_run_once(&loop, 100);
+		cr_assert(udp_seen[BASE_PORT + i], "the answer to flow %d never reached the guest",
+			  i);
+	}
+	close(host);
 }
