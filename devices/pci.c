@@ -255,8 +255,13 @@ static void config_access(struct pci_bus *bus, struct pci_device *d, uint32_t re
 	uint32_t end = reg + n;
 	bool touches_decode = reg < PCI_COMMAND + 2 && end > PCI_COMMAND;
 	bool touches_bars = reg < PCI_BAR0 + 4 * PCI_NR_BARS && end > PCI_BAR0;
-	if (touches_decode || touches_bars)
+	if (touches_decode || touches_bars) {
 		update_mappings(bus, d);
+		/* A range d let go of may be what another device's refused BAR waits for. */
+		for (int s = 0; s < PCI_NR_SLOTS; s++)
+			if (bus->slots[s] && bus->slots[s] != d)
+				update_mappings(bus, bus->slots[s]);
+	}
 	if (d->ops && d->ops->config_written)
 		d->ops->config_written(d, reg, n);
 	pthread_mutex_unlock(&bus->lock);

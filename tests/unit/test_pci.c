@@ -332,6 +332,35 @@ Test(pci, bar_overlapping_another_device_stays_unmapped)
 	cr_assert_eq(g.bar_reads, 0);
 }
 
+/* A BAR refused for overlapping another device's is mapped once that device's BAR moves away,
+ * as real PCI decodes from the registers' current values: the other device's config write
+ * looks at every device, not just its own. */
+Test(pci, refused_bar_is_mapped_once_its_range_is_free)
+{
+	static struct fake f, g;
+	fake_init(&f);
+	fake_init(&g);
+	pci_device_add_bar(&f.pci, 0, 0x4000, true, false);
+	pci_device_add_bar(&g.pci, 0, 0x4000, true, false);
+	int s1 = pci_bus_add_device(&bus, &f.pci), s2 = pci_bus_add_device(&bus, &g.pci);
+	ecam_write(s1, 0, 0x04, 2, PCI_COMMAND_MEMORY);
+	ecam_write(s2, 0, 0x10, 4, PCI_MMIO_BASE); /* on top of f's BAR: refused */
+	ecam_write(s2, 0, 0x04, 2, PCI_COMMAND_MEMORY);
+	cr_assert(!g.pci.bars[0].mapped);
+	const uint64_t elsewhere = PCI_MMIO_BASE + 0x10000;
+	ecam_write(s1, 0, 0x10, 4, (uint32_t)elsewhere); /* f moves away */
+	cr_assert(f.pci.bars[0].mapped && f.pci.bars[0].mapped_addr == elsewhere);
+	cr_assert(g.pci.bars[0].mapped, "g's BAR, now free, decodes");
+	cr_assert_eq(g.pci.bars[0].mapped_addr, PCI_MMIO_BASE);
+	bool handled;
+	mmio_read8(PCI_MMIO_BASE, &handled);
+	cr_assert(handled);
+	cr_assert_eq(g.bar_reads, 1, "the access reaches g");
+	mmio_read8(elsewhere, &handled);
+	cr_assert(handled);
+	cr_assert_eq(f.bar_reads, 1, "and f where it went");
+}
+
 Test(pci, bar_window_exhaustion)
 {
 	struct pci_bus small;
