@@ -307,19 +307,28 @@ Test(pci, bars_map_while_memory_decoding_is_on)
 	cr_assert_eq(f.mapped_calls, calls, "no spurious callbacks");
 }
 
+/* f's BAR0 decoding at PCI_MMIO_BASE, g's moved on top of it (slots in *s1, *s2); g's decode
+ * is turned on last, from a cleared log capture. */
+static void overlapping_bars(struct fake *f, struct fake *g, int *s1, int *s2)
+{
+	fake_init(f);
+	fake_init(g);
+	pci_device_add_bar(&f->pci, 0, 0x4000, true, false);
+	pci_device_add_bar(&g->pci, 0, 0x4000, true, false);
+	*s1 = pci_bus_add_device(&bus, &f->pci);
+	*s2 = pci_bus_add_device(&bus, &g->pci);
+	cr_assert_eq(*s2, *s1 + 1);
+	ecam_write(*s1, 0, 0x04, 2, PCI_COMMAND_MEMORY);
+	ecam_write(*s2, 0, 0x10, 4, PCI_MMIO_BASE); /* on top of f's BAR */
+	log_capture_clear();
+	ecam_write(*s2, 0, 0x04, 2, PCI_COMMAND_MEMORY);
+}
+
 Test(pci, bar_overlapping_another_device_stays_unmapped)
 {
 	static struct fake f, g;
-	fake_init(&f);
-	fake_init(&g);
-	pci_device_add_bar(&f.pci, 0, 0x4000, true, false);
-	pci_device_add_bar(&g.pci, 0, 0x4000, true, false);
-	int s1 = pci_bus_add_device(&bus, &f.pci), s2 = pci_bus_add_device(&bus, &g.pci);
-	cr_assert_eq(s2, s1 + 1);
-	ecam_write(s1, 0, 0x04, 2, PCI_COMMAND_MEMORY);
-	ecam_write(s2, 0, 0x10, 4, PCI_MMIO_BASE); /* on top of f's BAR */
-	log_capture_clear();
-	ecam_write(s2, 0, 0x04, 2, PCI_COMMAND_MEMORY);
+	int s1, s2;
+	overlapping_bars(&f, &g, &s1, &s2);
 	cr_assert(!g.pci.bars[0].mapped);
 	char *log = log_captured();
 	cr_assert(strstr(log, "minivmm: warning: pci ") && strstr(log, "overlaps another device"),
@@ -338,14 +347,8 @@ Test(pci, bar_overlapping_another_device_stays_unmapped)
 Test(pci, refused_bar_is_mapped_once_its_range_is_free)
 {
 	static struct fake f, g;
-	fake_init(&f);
-	fake_init(&g);
-	pci_device_add_bar(&f.pci, 0, 0x4000, true, false);
-	pci_device_add_bar(&g.pci, 0, 0x4000, true, false);
-	int s1 = pci_bus_add_device(&bus, &f.pci), s2 = pci_bus_add_device(&bus, &g.pci);
-	ecam_write(s1, 0, 0x04, 2, PCI_COMMAND_MEMORY);
-	ecam_write(s2, 0, 0x10, 4, PCI_MMIO_BASE); /* on top of f's BAR: refused */
-	ecam_write(s2, 0, 0x04, 2, PCI_COMMAND_MEMORY);
+	int s1, s2;
+	overlapping_bars(&f, &g, &s1, &s2);
 	cr_assert(!g.pci.bars[0].mapped);
 	const uint64_t elsewhere = PCI_MMIO_BASE + 0x10000;
 	ecam_write(s1, 0, 0x10, 4, (uint32_t)elsewhere); /* f moves away */

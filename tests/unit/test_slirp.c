@@ -437,15 +437,17 @@ Test(slirp, closed_socket_leaves_epoll_before_it_is_closed)
 	complete_connection_2(&sc);
 }
 
-/* A UDP datagram without payload (or checksum) from 10.0.2.15:sport to dst:dport. */
-static void send_udp(const char *dst, uint16_t sport, uint16_t dport)
+/* A UDP datagram (no checksum) with data, or none, from 10.0.2.15:sport to dst:dport. */
+static void send_udp_data(const char *dst, uint16_t sport, uint16_t dport, const char *data)
 {
 	uint8_t f[64];
+	uint16_t n = (uint16_t)strlen(data);
+	cr_assert_leq(n, 16);
 	uint8_t *ip = f + eth_header(f, slirp_mac, 0x0800);
 	uint8_t *udp = ip + 20;
 	memset(ip, 0, 28);
 	ip[0] = 0x45;
-	put16(ip + 2, 28);
+	put16(ip + 2, (uint16_t)(28 + n));
 	ip[8] = 64;
 	ip[9] = IPPROTO_UDP;
 	put_ip4(ip + 12, "10.0.2.15");
@@ -453,8 +455,14 @@ static void send_udp(const char *dst, uint16_t sport, uint16_t dport)
 	put16(ip + 10, csum_fold(csum_add(0, ip, 20)));
 	put16(udp, sport);
 	put16(udp + 2, dport);
-	put16(udp + 4, 8);
-	guest_send(f, 14 + 28);
+	put16(udp + 4, (uint16_t)(8 + n));
+	memcpy(udp + 8, data, n);
+	guest_send(f, 14 + 28 + n);
+}
+
+static void send_udp(const char *dst, uint16_t sport, uint16_t dport)
+{
+	send_udp_data(dst, sport, dport, "");
 }
 
 /* In a child under the I/O thread's filter (every device configured): a TCP connection to the
@@ -536,21 +544,7 @@ static int dns_child(void)
 	char buf[16];
 	while (recv(nameserver_fd, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
 		; /* set-up's empty datagrams: a nameserver on the loopback gets them (slirp.c) */
-	uint8_t fr[64];
-	uint8_t *ip = fr + eth_header(fr, slirp_mac, 0x0800), *udp = ip + 20;
-	memset(ip, 0, 29);
-	ip[0] = 0x45;
-	put16(ip + 2, 29);
-	ip[8] = 64;
-	ip[9] = IPPROTO_UDP;
-	put_ip4(ip + 12, "10.0.2.15");
-	put_ip4(ip + 16, "10.0.2.3");
-	put16(ip + 10, csum_fold(csum_add(0, ip, 20)));
-	put16(udp, 40200);
-	put16(udp + 2, 53);
-	put16(udp + 4, 9);
-	udp[8] = 'q';
-	guest_send(fr, 14 + 29);
+	send_udp_data("10.0.2.3", 40200, 53, "q");
 	for (int i = 0; i < 10; i++)
 		event_loop_run_once(&loop, 0);
 	struct pollfd pfd = {.fd = nameserver_fd, .events = POLLIN};
@@ -647,20 +641,7 @@ Test(slirp, every_socket_is_served_past_256)
 	cr_assert_eq(getsockname(host, (struct sockaddr *)&a, &alen), 0);
 	struct sockaddr_in peers[FLOWS];
 	for (int i = 0; i < FLOWS; i++) {
-		uint8_t f[64];
-		uint8_t *ip = f + eth_header(f, slirp_mac, 0x0800), *udp = ip + 20;
-		memset(ip, 0, 28);
-		ip[0] = 0x45;
-		put16(ip + 2, 28);
-		ip[8] = 64;
-		ip[9] = IPPROTO_UDP;
-		put_ip4(ip + 12, "10.0.2.15");
-		put_ip4(ip + 16, "10.0.2.2");
-		put16(ip + 10, csum_fold(csum_add(0, ip, 20)));
-		put16(udp, (uint16_t)(BASE_PORT + i));
-		put16(udp + 2, ntohs(a.sin_port));
-		put16(udp + 4, 8);
-		guest_send(f, 14 + 28);
+		send_udp("10.0.2.2", (uint16_t)(BASE_PORT + i), ntohs(a.sin_port));
 		run_refresh();
 		/* slirp sends it on at once, from the flow's own socket */
 		struct pollfd pfd = {.fd = host, .events = POLLIN};
