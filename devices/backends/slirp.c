@@ -429,10 +429,10 @@ static int slirp_set_rx_offloads(struct net_backend *be, const struct net_offloa
 static void slirp_destroy(struct net_backend *be)
 {
 	struct slirp_be *s = (struct slirp_be *)be;
+	/* Unwatched first: slirp_cleanup's unregister_poll_fd then finds none. */
 	for (int fd = 0; fd < s->nwatched; fd++)
 		if (s->watched[fd] && s->watched[fd]->used)
-			unwatch(s,
-				s->watched[fd]); /* slirp_cleanup's unregister_poll_fd finds none */
+			unwatch(s, s->watched[fd]);
 	event_timer_destroy(s->be.loop, &s->poll_timer);
 	s->lib->cleanup(s->slirp);
 	while (s->rxq_count) {

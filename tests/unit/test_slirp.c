@@ -482,6 +482,15 @@ static void traffic_under_the_filter(void)
 	send_udp("10.0.2.3", 40100, 53);
 	for (int i = 0; i < 10; i++)
 		event_loop_run_once(&loop, 0);
+	/* 200 UDP flows, a socket each: the poll set and the fd table grow (realloc) under the
+	 * filter too. */
+	for (int i = 0; i < 200; i++) {
+		send_udp("10.0.2.2", (uint16_t)(42000 + i), 9);
+		event_loop_run_once(&loop, 0);
+	}
+	int fds[POLL_MAX];
+	if (poll_fds(fds) < 200)
+		_exit(11);
 	_exit(0);
 }
 
