@@ -43,9 +43,11 @@ struct tap {
 	struct net_backend be;
 	int fd;
 	char name[IFNAMSIZ];
-	struct event_source src;
-	uint32_t events; /* what we watch: EPOLLIN when the guest has room, EPOLLOUT when full */
-	bool gone;
+	/* EPOLLIN when the guest has room (set by whichever thread serves the device), EPOLLOUT
+	 * when the tap was full (cleared by the loop thread when it has room): an event_watch,
+	 * so a change on one thread never undoes one on another. */
+	struct event_watch watch;
+	bool gone;	/* atomic: set once, by whichever thread sees the tap fail */
 	bool rx_wanted; /* the device wants frames (set_rx_enabled) */
 	struct net_offloads supported;
 	/* tx-uring=on: linked WRITEVs of each batch. */
@@ -57,19 +59,14 @@ struct tap {
 	struct tap_ring rx;
 	uint8_t *rx_bufs;
 	int rx_efd;
-	struct event_source rx_efd_src;
-	bool rx_efd_added;    /* the loop knows it */
-	bool rx_efd_watched;  /* ... and watches it (EPOLLIN) */
+	struct event_watch rx_efd_watch;
 	bool rx_started;      /* the reads were queued (on the ring's first use) */
 	unsigned rx_inflight; /* reads submitted and not reaped */
 };
 
-static void update_watch(struct tap *t, uint32_t events)
+static bool is_gone(struct tap *t)
 {
-	if (t->gone || events == t->events)
-		return;
-	t->events = events;
-	event_loop_mod_fd(t->be.loop, &t->src, events);
+	return __atomic_load_n(&t->gone, __ATOMIC_ACQUIRE);
 }
 
 static void ring_destroy(struct tap_ring *r)
@@ -84,28 +81,28 @@ static bool ring_in_use(const struct tap_ring *r)
 	return r->made && !r->disabled;
 }
 
+static void watch_in(struct event_watch *w, bool on)
+{
+	event_watch_change(w, on ? EPOLLIN : 0, on ? 0 : EPOLLIN);
+}
+
 /* What tells the loop that frames wait: the ring's eventfd while the ring receives, the tap's
  * EPOLLIN otherwise; neither while the device wants none or the tap is gone. */
 static void update_rx_watch(struct tap *t)
 {
-	if (t->rx_efd >= 0) {
-		bool efd = t->rx_wanted && ring_in_use(&t->rx) && !t->gone;
-		if (efd != t->rx_efd_watched)
-			event_loop_mod_fd(t->be.loop, &t->rx_efd_src, efd ? EPOLLIN : 0);
-		t->rx_efd_watched = efd;
-	}
-	bool fd = t->rx_wanted && !ring_in_use(&t->rx);
-	update_watch(t, fd ? t->events | EPOLLIN : t->events & ~(uint32_t)EPOLLIN);
+	bool ring = ring_in_use(&t->rx);
+	if (t->rx_efd >= 0)
+		watch_in(&t->rx_efd_watch, t->rx_wanted && ring);
+	watch_in(&t->watch, t->rx_wanted && !ring);
 }
 
 static void mark_gone(struct tap *t, const char *why)
 {
-	if (t->gone)
+	if (__atomic_exchange_n(&t->gone, true, __ATOMIC_ACQ_REL))
 		return;
-	t->gone = true;
 	/* Stop watching: a dead tap fd reports errors forever and would spin the loop. */
-	event_loop_del_fd(t->be.loop, &t->src);
-	update_rx_watch(t);
+	event_watch_remove(&t->watch);
+	event_watch_remove(&t->rx_efd_watch);
 	if (t->be.client.link_down)
 		t->be.client.link_down(t->be.client.opaque, why);
 }
@@ -118,7 +115,7 @@ static void tap_event(void *opaque, uint32_t events)
 		return;
 	}
 	if ((events & EPOLLOUT) && t->be.client.tx_ready) {
-		update_watch(t, t->events & ~(uint32_t)EPOLLOUT);
+		event_watch_change(&t->watch, 0, EPOLLOUT);
 		t->be.client.tx_ready(t->be.client.opaque);
 	}
 	if ((events & EPOLLIN) && t->be.client.rx_ready)
@@ -128,7 +125,7 @@ static void tap_event(void *opaque, uint32_t events)
 static int tap_send(struct net_backend *be, const struct iovec *iov, int iovcnt)
 {
 	struct tap *t = (struct tap *)be;
-	if (t->gone)
+	if (is_gone(t))
 		return -ENODEV;
 	for (;;) {
 		ssize_t n = writev(t->fd, iov, iovcnt);
@@ -137,7 +134,7 @@ static int tap_send(struct net_backend *be, const struct iovec *iov, int iovcnt)
 		if (errno == EINTR)
 			continue;
 		if (errno == EAGAIN) {
-			update_watch(t, t->events | EPOLLOUT);
+			event_watch_change(&t->watch, EPOLLOUT, 0);
 			return -EAGAIN;
 		}
 		int e = errno;
@@ -216,7 +213,7 @@ static int tap_send_batch(struct net_backend *be, struct net_frame *f, int n)
 	struct tap *t = (struct tap *)be;
 	int done = 0;
 	while (done < n) {
-		if (t->gone || !ring_usable(t, &t->tx)) {
+		if (is_gone(t) || !ring_usable(t, &t->tx)) {
 			int rc = tap_send(be, f[done].iov, f[done].iovcnt);
 			if (rc == -EAGAIN)
 				return done;
@@ -237,7 +234,7 @@ static int tap_send_batch(struct net_backend *be, struct net_frame *f, int n)
 			continue;
 		int rc = i < submitted ? f[done].rc : -ECANCELED;
 		if (rc == -EAGAIN) {
-			update_watch(t, t->events | EPOLLOUT);
+			event_watch_change(&t->watch, EPOLLOUT, 0);
 			return done; /* the rest of the chain was cancelled: not sent */
 		}
 		/* The ring failed this frame (or never ran it): writev decides, as it would without
@@ -364,7 +361,7 @@ static ssize_t ring_recv(struct tap *t, uint8_t *buf, size_t len, const char **w
 static ssize_t tap_recv(struct net_backend *be, uint8_t *buf, size_t len)
 {
 	struct tap *t = (struct tap *)be;
-	if (t->gone)
+	if (is_gone(t))
 		return -ENODEV;
 	if (ring_in_use(&t->rx)) {
 		if (!event_loop_on_thread(t->be.loop)) {
@@ -490,11 +487,9 @@ static void close_rx_efd(struct tap *t)
 {
 	if (t->rx_efd < 0)
 		return;
-	if (t->rx_efd_added)
-		event_loop_del_fd(t->be.loop, &t->rx_efd_src);
+	event_watch_remove(&t->rx_efd_watch);
 	close(t->rx_efd);
 	t->rx_efd = -1;
-	t->rx_efd_added = t->rx_efd_watched = false;
 }
 
 /* The kernel says completions wait. The eventfd is cleared before the ring is looked at, so a
@@ -558,18 +553,25 @@ static void rx_ring_cancel(struct tap *t)
 	}
 }
 
-static void tap_destroy(struct net_backend *be)
+/* What is left once nothing watches the tap and no read is in flight. */
+static void free_tap(struct tap *t)
 {
-	struct tap *t = (struct tap *)be;
-	if (!t->gone)
-		event_loop_del_fd(t->be.loop, &t->src);
-	rx_ring_cancel(t);
-	close_rx_efd(t);
+	event_watch_destroy(&t->watch);
+	event_watch_destroy(&t->rx_efd_watch);
 	ring_destroy(&t->tx);
 	ring_destroy(&t->rx);
 	free(t->rx_bufs);
 	close(t->fd);
 	free(t);
+}
+
+static void tap_destroy(struct net_backend *be)
+{
+	struct tap *t = (struct tap *)be;
+	event_watch_remove(&t->watch);
+	rx_ring_cancel(t);
+	close_rx_efd(t);
+	free_tap(t);
 }
 
 static const struct net_backend_ops tap_ops = {
@@ -675,6 +677,8 @@ struct net_backend *tap_backend_open(const char *name, struct event_loop *loop,
 	t->be.loop = loop;
 	t->fd = fd;
 	t->rx_efd = -1;
+	event_watch_init(&t->watch, loop);
+	event_watch_init(&t->rx_efd_watch, loop);
 	t->tx.fallback = "transmitting with writev";
 	t->rx.fallback = "receiving with read";
 	snprintf(t->name, sizeof(t->name), "%s", ifr.ifr_name);
@@ -694,23 +698,13 @@ struct net_backend *tap_backend_open(const char *name, struct event_loop *loop,
 		close_rx_efd(t);
 	}
 	/* Receiving starts when the device asks for it (the guest has posted buffers). */
-	t->events = 0;
-	bool watched = event_loop_add_fd(loop, &t->src, fd, 0, tap_event, t) == 0;
-	if (watched && t->rx_efd >= 0) {
-		t->rx_efd_added =
-		    event_loop_add_fd(loop, &t->rx_efd_src, t->rx_efd, 0, rx_efd_event, t) == 0;
-		if (!t->rx_efd_added)
-			event_loop_del_fd(loop, &t->src);
-		watched = t->rx_efd_added;
-	}
-	if (!watched) {
+	if (event_watch_add(&t->watch, fd, 0, tap_event, t) < 0 ||
+	    (t->rx_efd >= 0 &&
+	     event_watch_add(&t->rx_efd_watch, t->rx_efd, 0, rx_efd_event, t) < 0)) {
 		snprintf(err, errlen, "tap '%s': cannot watch it", name);
+		event_watch_remove(&t->watch);
 		close_rx_efd(t);
-		ring_destroy(&t->tx);
-		ring_destroy(&t->rx);
-		free(t->rx_bufs);
-		close(fd);
-		free(t);
+		free_tap(t);
 		return NULL;
 	}
 	return &t->be;

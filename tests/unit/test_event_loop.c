@@ -3,6 +3,8 @@
  * polling: a poll that always finds work still serves the fds, work found when polling ends
  * is run without sleeping, and nothing is polled where the loop would not sleep. */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -223,4 +225,82 @@ Test(event_loop, no_poll_phase_when_the_loop_would_not_sleep)
 	cr_assert_eq(begins, 0);
 	cr_assert_eq(loop.poll.polls, 0);
 	event_loop_del_poller(&loop, &poller);
+}
+
+/* The events epoll has for fd in this process's epoll fd (its fdinfo), or -1 when not watched. */
+static long epoll_mask_of(int fd)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", loop.epoll_fd);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	long mask = -1;
+	while (fgets(line, sizeof(line), f)) {
+		int tfd;
+		unsigned events;
+		if (sscanf(line, "tfd: %d events: %x", &tfd, &events) == 2 && tfd == fd)
+			mask = events & (EPOLLIN | EPOLLOUT); /* ERR and HUP are always on */
+	}
+	fclose(f);
+	return mask;
+}
+
+#define WATCH_TOGGLES 100000
+
+struct toggler {
+	struct event_watch *w;
+	uint32_t bit;
+	int wrong; /* times the bit was not what this thread had just made it */
+};
+
+/* Turns its own bit on and off; nobody else touches it, so after each change it must be as set. */
+static void *toggle(void *opaque)
+{
+	struct toggler *t = opaque;
+	for (int i = 0; i < WATCH_TOGGLES; i++) {
+		bool on = !(i & 1);
+		event_watch_change(t->w, on ? t->bit : 0, on ? 0 : t->bit);
+		if (!!(event_watch_events(t->w) & t->bit) != on)
+			t->wrong++;
+	}
+	return NULL;
+}
+
+static void no_event(void *opaque, uint32_t events)
+{
+	(void)opaque;
+	(void)events;
+}
+
+/* A backend's watch has its EPOLLIN changed by one thread and its EPOLLOUT by another: no change
+ * may undo the other's (a lost EPOLLIN stops receive for good), and epoll has what the mask says.
+ */
+Test(event_loop, two_threads_changing_a_watch_lose_no_change)
+{
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	struct event_watch w;
+	event_watch_init(&w, &loop);
+	cr_assert_eq(event_watch_add(&w, fd, 0, no_event, NULL), 0);
+	struct toggler in = {.w = &w, .bit = EPOLLIN}, out = {.w = &w, .bit = EPOLLOUT};
+	pthread_t a, b;
+	cr_assert_eq(pthread_create(&a, NULL, toggle, &in), 0);
+	cr_assert_eq(pthread_create(&b, NULL, toggle, &out), 0);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	cr_expect_eq(in.wrong, 0, "EPOLLIN was undone %d times", in.wrong);
+	cr_expect_eq(out.wrong, 0, "EPOLLOUT was undone %d times", out.wrong);
+	/* Both ended off; now one on, and epoll agrees. */
+	cr_assert_eq(event_watch_events(&w), 0);
+	cr_assert_eq(epoll_mask_of(fd), 0);
+	event_watch_change(&w, EPOLLIN, 0);
+	cr_assert_eq(epoll_mask_of(fd), EPOLLIN);
+	/* Removed once: the first remover says so, later changes do nothing. */
+	cr_assert(event_watch_remove(&w));
+	cr_assert_not(event_watch_remove(&w));
+	event_watch_change(&w, EPOLLOUT, 0);
+	cr_assert_eq(event_watch_events(&w), 0);
+	cr_assert_eq(epoll_mask_of(fd), -1);
+	event_watch_destroy(&w);
+	close(fd);
 }

@@ -92,6 +92,60 @@ void event_loop_del_fd(struct event_loop *loop, struct event_source *src)
 	epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, src->fd, NULL);
 }
 
+void event_watch_init(struct event_watch *w, struct event_loop *loop)
+{
+	*w = (struct event_watch){.loop = loop, .src = {.fd = -1}};
+	pthread_mutex_init(&w->lock, NULL);
+}
+
+int event_watch_add(struct event_watch *w, int fd, uint32_t events, event_fd_fn fn, void *opaque)
+{
+	pthread_mutex_lock(&w->lock);
+	int rc = -1;
+	if (!w->added && event_loop_add_fd(w->loop, &w->src, fd, events, fn, opaque) == 0) {
+		w->events = events;
+		w->added = true;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return rc;
+}
+
+void event_watch_change(struct event_watch *w, uint32_t set, uint32_t clear)
+{
+	pthread_mutex_lock(&w->lock);
+	uint32_t events = (w->events | set) & ~clear;
+	if (w->added && events != w->events && event_loop_mod_fd(w->loop, &w->src, events) == 0)
+		w->events = events;
+	pthread_mutex_unlock(&w->lock);
+}
+
+uint32_t event_watch_events(struct event_watch *w)
+{
+	pthread_mutex_lock(&w->lock);
+	uint32_t events = w->events;
+	pthread_mutex_unlock(&w->lock);
+	return events;
+}
+
+bool event_watch_remove(struct event_watch *w)
+{
+	pthread_mutex_lock(&w->lock);
+	bool was = w->added;
+	if (was)
+		event_loop_del_fd(w->loop, &w->src);
+	w->added = false;
+	w->events = 0;
+	pthread_mutex_unlock(&w->lock);
+	return was;
+}
+
+void event_watch_destroy(struct event_watch *w)
+{
+	event_watch_remove(w);
+	pthread_mutex_destroy(&w->lock);
+}
+
 void bottom_half_init(struct bottom_half *bh, event_cb_fn fn, void *opaque)
 {
 	*bh = (struct bottom_half){.fn = fn, .opaque = opaque};

@@ -22,6 +22,18 @@ struct event_source {
 	void *opaque;
 };
 
+/* A registered fd whose watched events more than one thread changes, a bit each (a backend's
+ * EPOLLIN turned on by a vCPU thread while the loop thread turns its EPOLLOUT off): each change
+ * reads and writes the mask and the epoll registration under one lock, so none is lost and
+ * epoll always has the mask. Once removed, changes do nothing. */
+struct event_watch {
+	struct event_source src;
+	struct event_loop *loop;
+	pthread_mutex_t lock;
+	uint32_t events; /* what epoll has */
+	bool added;
+};
+
 /* A callback scheduled to run once, later in the current (or next) loop iteration. Scheduling
  * an already scheduled bottom half does nothing. */
 struct bottom_half {
@@ -87,6 +99,20 @@ int event_loop_add_fd(struct event_loop *loop, struct event_source *src, int fd,
 		      event_fd_fn fn, void *opaque);
 int event_loop_mod_fd(struct event_loop *loop, struct event_source *src, uint32_t events);
 void event_loop_del_fd(struct event_loop *loop, struct event_source *src);
+
+/* A watch of nothing yet, on loop; event_watch_destroy frees it. */
+void event_watch_init(struct event_watch *w, struct event_loop *loop);
+/* Watch fd for events through w (which must live until event_watch_destroy). Returns 0 or -1
+ * (logged; w is then not added). */
+int event_watch_add(struct event_watch *w, int fd, uint32_t events, event_fd_fn fn, void *opaque);
+/* Turn the bits of set on and those of clear off, atomically with respect to other changes. */
+void event_watch_change(struct event_watch *w, uint32_t set, uint32_t clear);
+/* The mask epoll has now (0 once removed). */
+uint32_t event_watch_events(struct event_watch *w);
+/* Stop watching; true for the call that removed it (the first). Any thread. */
+bool event_watch_remove(struct event_watch *w);
+/* Removes it if still added, and frees the lock. */
+void event_watch_destroy(struct event_watch *w);
 
 /* Poll p's rings before sleeping, for up to p->max_ns (the loop's bound is the largest). */
 void event_loop_add_poller(struct event_loop *loop, struct event_poller *p);
