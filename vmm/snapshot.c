@@ -112,15 +112,26 @@ static bool kind_supported(const struct device_kind_desc *kind)
 	return flag_supported(kind->flag);
 }
 
-static void quiesce_devices(struct vm *vm)
+/* Fails when a disk holds requests it may not hand over yet (bus mastering off): the state
+ * would lose them. */
+static int quiesce_devices(struct vm *vm, char *err, size_t errlen)
 {
 	for (int i = 0; vm->virtio && i < vm->virtio->nr; i++) {
 		const struct virtio_slot *slot = &vm->virtio->slots[i];
-		if (is_disk(slot->cfg->kind))
+		if (is_disk(slot->cfg->kind)) {
 			virtio_blk_quiesce(slot->model);
-		else if (is_net(slot->cfg->kind))
+			unsigned held = virtio_blk_parked(slot->model);
+			if (held)
+				return snapshot_fail(
+				    err, errlen,
+				    "snapshot: %s holds %u finished requests until the guest turns "
+				    "bus mastering back on; try again then",
+				    slot->dev.label, held);
+		} else if (is_net(slot->cfg->kind)) {
 			virtio_net_quiesce(slot->model);
+		}
 	}
+	return 0;
 }
 
 static int capture_devices(struct vm *vm, struct snapshot_state *st, char *err, size_t errlen)
@@ -206,7 +217,8 @@ int snapshot_save(struct vm *vm, const int fds[SNAPSHOT_NR_FILES], char *err, si
 				     vm->nr_vcpus);
 	}
 	/* Before anything is read: completions write guest memory and raise interrupts. */
-	quiesce_devices(vm);
+	if (quiesce_devices(vm, err, errlen))
+		return -1;
 	struct snapshot_state *st = calloc(1, sizeof(*st));
 	if (!st)
 		return snapshot_fail(err, errlen, "snapshot: out of memory");

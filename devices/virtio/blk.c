@@ -87,7 +87,8 @@ struct blk_req {
 	struct iovec bounce_iov;
 	struct blk_io io;
 	uint64_t epoch; /* blk->epoch when started: older ones belong to a reset device */
-	struct blk_req *next_free;
+	struct blk_req *next_free; /* also the link of blk->parked */
+	int64_t res;		   /* parked: the result to report */
 	struct iovec iov[BLK_SEG_MAX];
 };
 
@@ -103,6 +104,10 @@ struct virtio_blk {
 	uint64_t epoch;	  /* resets so far (64 bits: never wraps back onto a live request) */
 	unsigned orphans; /* in flight from before the last reset */
 	struct bottom_half more;
+	/* Finished while bus mastering was off (linked by next_free, res kept): handed to the
+	 * guest once it is back on, released at a reset. */
+	struct blk_req *parked;
+	unsigned nr_parked;
 	bool stalled;  /* stopped popping: every request slot busy */
 	bool dropping; /* destroy: completions are dropped, guest memory is not touched */
 	bool pushed;   /* used entries added since the last notification */
@@ -185,6 +190,14 @@ static bool live(const struct virtio_blk *blk)
 {
 	const struct virtio_dev *dev = blk->dev;
 	return !blk->dropping && virtio_dev_live(dev) && dev->vqs[0].used;
+}
+
+/* Live but for bus mastering, which the guest turned off: a completion must wait. */
+static bool dma_held(const struct virtio_blk *blk)
+{
+	const struct virtio_dev *dev = blk->dev;
+	return !blk->dropping && !dev->broken && !dev->dma_enabled &&
+	       (dev->status & VIRTIO_STATUS_DRIVER_OK) && dev->vqs[0].used;
 }
 
 /* Finish a request that needs no I/O. */
@@ -356,6 +369,29 @@ static int handle(struct virtio_blk *blk, const struct virtq_elem *e)
 }
 
 static void on_done(void *opaque, struct blk_io *io, int64_t res);
+static void finish(struct virtio_blk *blk, struct blk_req *req, int64_t res);
+
+/* Bus mastering is back on: what finished meanwhile goes to the guest now. */
+static void unpark(struct virtio_blk *blk)
+{
+	while (blk->parked) {
+		struct blk_req *req = blk->parked;
+		blk->parked = req->next_free;
+		blk->nr_parked--;
+		finish(blk, req, req->res);
+	}
+}
+
+/* A reset: the held requests belong to the old rings; they are done (not orphans). */
+static void release_parked(struct virtio_blk *blk)
+{
+	while (blk->parked) {
+		struct blk_req *req = blk->parked;
+		blk->parked = req->next_free;
+		release(blk, req);
+	}
+	blk->nr_parked = 0;
+}
 
 /* One interrupt for everything pushed since the last one. */
 static void notify(struct virtio_blk *blk)
@@ -380,6 +416,7 @@ static void process_queue(struct virtio_blk *blk)
 	struct virtqueue *vq = &dev->vqs[0];
 	char err[160];
 	unsigned popped = 0, budget = 4u * vq->size;
+	unpark(blk);
 	while (!dev->broken) {
 		blk->stalled = false;
 		while (popped < budget) {
@@ -430,9 +467,24 @@ static void on_done(void *opaque, struct blk_io *io, int64_t res)
 		return;
 	}
 	if (!live(blk)) {
+		if (dma_held(blk)) {
+			/* No write to guest memory until bus mastering is back (restart). */
+			req->res = res;
+			req->next_free = blk->parked;
+			blk->parked = req;
+			blk->nr_parked++;
+			return;
+		}
 		release(blk, req); /* reset or broken: the guest gets nothing back */
 		return;
 	}
+	finish(blk, req, res);
+}
+
+/* Hand a finished request to the guest (live, bus mastering on). dev->lock held. */
+static void finish(struct virtio_blk *blk, struct blk_req *req, int64_t res)
+{
+	struct blk_io *io = &req->io;
 	if (req->type == VIRTIO_BLK_T_WRITE_ZEROES && res == -EOPNOTSUPP && !req->zero_retry) {
 		/* No FALLOC_FL_ZERO_RANGE here (tmpfs, some block devices): a punched hole
 		 * also reads back as zeroes. */
@@ -494,11 +546,22 @@ static void queue_notify(struct virtio_dev *dev, int q)
 	process_queue(dev->priv);
 }
 
+/* DRIVER_OK, or bus mastering back on: requests held meanwhile complete, and the ring is looked
+ * at even without new buffers (its notifications may have been left off while requests were
+ * in flight: process_queue turns them back on once idle). */
+static void restart(struct virtio_dev *dev)
+{
+	struct virtio_blk *blk = dev->priv;
+	if (live(blk))
+		process_queue(blk);
+}
+
 /* Device reset (vCPU thread, dev->lock held): disown the requests in flight without waiting
  * for them; the last one to finish completes the reset (on_done). */
 static void reset(struct virtio_dev *dev)
 {
 	struct virtio_blk *blk = dev->priv;
+	release_parked(blk);
 	blk->epoch++;
 	blk->orphans = blk->inflight;
 	if (blk->orphans)
@@ -537,6 +600,7 @@ static const struct virtio_device_ops blk_ops = {
     .read_config = read_config,
     .reset = reset,
     .queue_notify = queue_notify,
+    .restart = restart,
 };
 
 struct virtio_blk *virtio_blk_create(struct virtio_dev *dev, struct guest_mem *mem,
@@ -622,6 +686,7 @@ void virtio_blk_destroy(struct virtio_blk *blk)
 	virtio_dev_lock(blk->dev);
 	blk->dropping = true;
 	blk_image_drain(&blk->img, on_done, blk);
+	release_parked(blk);
 	virtio_dev_unlock(blk->dev);
 	if (blk->src_added)
 		event_loop_del_fd(blk->loop, &blk->src);
@@ -644,6 +709,11 @@ const char *virtio_blk_engine(const struct virtio_blk *blk)
 unsigned virtio_blk_inflight(const struct virtio_blk *blk)
 {
 	return blk->inflight;
+}
+
+unsigned virtio_blk_parked(const struct virtio_blk *blk)
+{
+	return blk->nr_parked;
 }
 
 void virtio_blk_quiesce(struct virtio_blk *blk)

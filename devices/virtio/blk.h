@@ -40,5 +40,9 @@ unsigned virtio_blk_inflight(const struct virtio_blk *blk);
  * status and used entry are in guest memory and none is lost or repeated by a restore; requests
  * the device has not taken stay in the ring for the restored device. Raises the interrupt. */
 void virtio_blk_quiesce(struct virtio_blk *blk);
+/* Requests finished while the guest had bus mastering off: held (counted in flight) until it
+ * is back on, since the device may not write guest memory meanwhile. A snapshot cannot save
+ * them. */
+unsigned virtio_blk_parked(const struct virtio_blk *blk);
 
 #endif

@@ -220,6 +220,12 @@ static void serve_early_buffers(void *opaque)
 {
 	struct virtio_dev *dev = opaque;
 	virtio_dev_lock(dev);
+	if (dev->ops->restart) {
+		if (virtio_dev_live(dev))
+			dev->ops->restart(dev);
+		virtio_dev_unlock(dev);
+		return;
+	}
 	for (int q = 0; q < dev->nr_queues; q++)
 		if (virtio_dev_live(dev) && dev->vqs[q].desc && dev->ops->queue_notify &&
 		    virtqueue_has_work(&dev->vqs[q]))

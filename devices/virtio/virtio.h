@@ -52,6 +52,10 @@ struct virtio_device_ops {
 	void (*reset)(struct virtio_dev *dev);
 	/* The driver kicked queue q. Runs on the I/O thread with dev->lock held. */
 	void (*queue_notify)(struct virtio_dev *dev, int q);
+	/* Optional: the device may use its queues again after DRIVER_OK or after bus mastering
+	 * came back on; finish what waited and look at every queue (kicks were ignored). Without
+	 * it, queue_notify is called for each queue with buffers. I/O thread, dev->lock held. */
+	void (*restart)(struct virtio_dev *dev);
 };
 
 /* What one instance offers: a device kind has one static ops table, and each instance its own

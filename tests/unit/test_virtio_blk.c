@@ -876,3 +876,77 @@ Test(virtio_blk, quiesce_finishes_requests_in_flight)
 			     ram[STATUS_GPA + i]);
 	cr_assert_gt(irqs, irqs_before, "no interrupt for the finished requests");
 }
+
+/* One read per disk worker into held pages, every worker blocked in one, then the guest turns
+ * bus mastering off and the reads finish: the device may not write guest memory now, so it holds
+ * them (a snapshot's quiesce included), and nothing reaches the ring. */
+static void finish_reads_with_bus_mastering_off(void)
+{
+	start(false, false, true, NULL);
+	hold_pages(HELD_GPA, BLK_IO_WORKERS * HELD_LEN);
+	for (unsigned i = 0; i < BLK_IO_WORKERS; i++) {
+		header(i, T_IN, 128 * i);
+		struct buf b[3] = {{HDR_GPA + 16u * i, 16, false},
+				   {HELD_GPA + HELD_LEN * i, HELD_LEN, true},
+				   {STATUS_GPA + i, 1, true}};
+		post(b, 3);
+	}
+	virtio_dev_queue_notify(&dev, 0);
+	await_faults(BLK_IO_WORKERS);
+	virtio_dev_set_dma_enabled(&dev, false);
+	release_faults();
+	for (int i = 0; i < 500 && virtio_blk_parked(blk) < BLK_IO_WORKERS; i++)
+		event_loop_run_once(&loop, 10);
+	cr_assert_eq(virtio_blk_parked(blk), BLK_IO_WORKERS, "%u of %u reads held",
+		     virtio_blk_parked(blk), BLK_IO_WORKERS);
+	virtio_blk_quiesce(blk);
+	cr_assert_eq(virtio_blk_parked(blk), BLK_IO_WORKERS, "quiesce handed them over");
+	cr_assert_eq(virtio_blk_inflight(blk), BLK_IO_WORKERS);
+	cr_assert_eq(used_idx(), 0, "a used entry written with bus mastering off");
+	cr_assert_eq(untouched(BLK_IO_WORKERS), BLK_IO_WORKERS, "a status written with it off");
+}
+
+/* ... and once it is back on they complete, with their data, and an interrupt; the ring's
+ * notifications, off while the reads were in flight, are on again (else the next request,
+ * added without a kick, would wait forever), and the disk goes on working. */
+Test(virtio_blk, bus_mastering_off_holds_completions_until_it_is_back_on)
+{
+	finish_reads_with_bus_mastering_off();
+	int irqs_before = irqs;
+	virtio_dev_set_dma_enabled(&dev, true);
+	for (int i = 0; i < 100 && used_idx() < BLK_IO_WORKERS; i++)
+		event_loop_run_once(&loop, 10);
+	cr_assert_eq(used_idx(), BLK_IO_WORKERS, "%u of %u reads completed", used_idx(),
+		     BLK_IO_WORKERS);
+	for (unsigned i = 0; i < BLK_IO_WORKERS; i++) {
+		cr_assert_eq(ram[STATUS_GPA + i], S_OK, "read %u: status %u", i,
+			     ram[STATUS_GPA + i]);
+		cr_assert_eq(ram[HELD_GPA + HELD_LEN * i], (128 * i) & 0xff, "read %u: data", i);
+	}
+	cr_assert_gt(irqs, irqs_before, "no interrupt for the held reads");
+	cr_assert_eq(virtio_blk_parked(blk), 0);
+	cr_assert_eq(virtio_blk_inflight(blk), 0);
+	cr_assert_not(dev.vqs[0].notifications_off, "kicks left off with nothing in flight");
+	used_seen = used_idx();
+	cr_assert_eq(rd(7, DATA_GPA, 512), S_OK);
+	cr_assert_eq(ram[DATA_GPA], 7);
+}
+
+/* A reset meanwhile drops them (they belong to the old rings) and completes at once: nothing
+ * of theirs reaches the guest, and a new initialisation works. */
+Test(virtio_blk, reset_with_completions_held_for_bus_mastering)
+{
+	finish_reads_with_bus_mastering_off();
+	virtio_dev_set_status(&dev, 0);
+	await_reset_done();
+	cr_assert_eq(virtio_blk_parked(blk), 0);
+	cr_assert_eq(virtio_blk_inflight(blk), 0);
+	virtio_dev_set_dma_enabled(&dev, true);
+	for (int i = 0; i < 5; i++)
+		event_loop_run_once(&loop, 1);
+	cr_assert_eq(used_idx(), 0, "a held read reached the ring after the reset");
+	cr_assert_eq(untouched(BLK_IO_WORKERS), BLK_IO_WORKERS);
+	driver_init(0);
+	cr_assert_eq(rd(5, DATA_GPA, 512), S_OK);
+	cr_assert_eq(ram[DATA_GPA], 5);
+}
