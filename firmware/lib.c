@@ -1,20 +1,20 @@
-/* Byte-wise libc routines: small and obviously correct beats fast here. */
+/* The libc routines: small and obviously correct. memset and memcpy use the string unit (one
+ * instruction, fast on every x86-64 with ERMS): the TCP stack copies every byte it sends and
+ * receives through memcpy (GCC emits the calls), and a byte loop made the guest the bottleneck
+ * of the TCP streams. */
 #include "lib.h"
 
 void *memset(void *s, int c, size_t n)
 {
-	unsigned char *p = s;
-	while (n--)
-		*p++ = (unsigned char)c;
+	void *p = s;
+	__asm__ volatile("rep stosb" : "+D"(p), "+c"(n) : "a"(c) : "memory");
 	return s;
 }
 
 void *memcpy(void *dst, const void *src, size_t n)
 {
-	unsigned char *d = dst;
-	const unsigned char *s = src;
-	while (n--)
-		*d++ = *s++;
+	void *d = dst;
+	__asm__ volatile("rep movsb" : "+D"(d), "+S"(src), "+c"(n) : : "memory");
 	return dst;
 }
 

@@ -50,6 +50,10 @@ static inline uint8_t net_tcp_pattern(uint64_t k)
 {
 	return (uint8_t)(k * 131 + (k >> 9));
 }
+/* tcp_pattern.c: p[0..n) = the stream's bytes from `from`; and how many of p[0..n) differ
+ * from them (the first such byte's position in *first). */
+void net_tcp_pattern_fill(uint8_t *p, uint64_t from, unsigned n);
+uint64_t net_tcp_pattern_check(const uint8_t *p, uint64_t from, unsigned n, uint64_t *first);
 /* Poll the TCP stack until done(id) or ms pass; false on a timeout or a NIC error. */
 bool net_tcp_wait(bool (*done)(int), int id, unsigned ms);
 

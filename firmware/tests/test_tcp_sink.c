@@ -48,9 +48,11 @@ const char *net_tcp_sink(void)
 			break;
 		uint64_t now = rdtsc();
 		if (n > 0) {
-			for (int i = 0; i < n; i++)
-				if (buf[i] != net_tcp_pattern(bytes + (unsigned)i) && !bad++)
-					first_bad = bytes + (unsigned)i;
+			uint64_t first = 0,
+				 b = net_tcp_pattern_check(buf, bytes, (unsigned)n, &first);
+			if (b && !bad)
+				first_bad = first;
+			bad += b;
 			bytes += (unsigned)n;
 			last = end = now;
 		} else if (now - last > stall) {

@@ -24,13 +24,6 @@
 
 static uint8_t chunk[CHUNK];
 
-static void fill(uint8_t *p, uint64_t from, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++) {
-		p[i] = net_tcp_pattern(from + i);
-	}
-}
-
 bool net_tcp_wait(bool (*done)(int), int id, unsigned ms)
 {
 	uint64_t t0 = rdtsc(), limit = virtio_ms_to_cycles(ms);
@@ -88,7 +81,7 @@ const char *net_tcp_stream(void)
 		if (n > space)
 			n = n <= TCP_BUF_SIZE / 2 ? 0 : space;
 		if (n) {
-			fill(chunk, sent, (unsigned)n);
+			net_tcp_pattern_fill(chunk, sent, (unsigned)n);
 			int k = tcp_send(&net_tcp, id, chunk, (unsigned)n);
 			if (k < 0)
 				return "tcp_stream: the connection is gone";

@@ -4,7 +4,7 @@
 # - test=tcp_stream sends 16 MiB of a known pattern to a listener on the host's loopback
 #   (reached as 10.0.2.2), which checks every byte and that the stream closes cleanly;
 # - test=tcp_sink listens in the guest, reached through a hostfwd rule: `tcpperf send` sends it
-#   16 MiB of the pattern, and the guest checks every byte;
+#   16 MiB of the pattern, and the guest checks every byte (one flipped byte is found);
 # - test=tcp_rr connects to `tcpperf rr-server` on the host (10.0.2.2) and does
 #   request/response; both ends count the same transactions;
 # - the user-mode backend offers no offloads, so the probe sends MSS frames (offload=off,
@@ -76,6 +76,22 @@ for transport in pci mmio; do
 	grep -q "^tcpperf: mode=rr-server size=$RR_SIZE trans=$trans ok=1$" "$TEST_TMP/$name.srv" ||
 		fail "$name: the guest counted $trans transactions, the server: $(cat "$TEST_TMP/$name.srv")"
 done
+
+# One byte wrong in the stream (past the first 2^17-byte period of the guest's pattern table,
+# inside an 8-byte word): the guest finds exactly it, and fails.
+name=tcpsink-bad
+hport=$(free_port)
+run_vmm_bg "$name" --kernel "$FW/probe.elf" --memory 256M \
+	--net "user,hostfwd=tcp:127.0.0.1:$hport-:9000" \
+	--cmdline "test=tcp_sink net.ip=10.0.2.15/24 net.peer=10.0.2.2 net.port=9000 net.tcp_mib=4 net.wait=60"
+wait_line "$name" out '^probe: tcp_sink listening port=9000' 300
+"$TCPPERF" send --dest 127.0.0.1 --port "$hport" --mib 4 --flip 3000001 >"$TEST_TMP/$name.send" 2>&1 ||
+	{ cat "$TEST_TMP/$name.send" >&2; show "$name"; fail "$name: tcpperf send failed"; }
+wait_vmm "$name" 120
+VMM_PID=
+[ "$VMM_STATUS" != 0 ] || fail "$name: the probe passed a wrong byte"
+expect_line "$name" out '^probe: tcp_sink bytes=4194304 .* bad=1 first_bad=3000001 '
+expect_line "$name" out '^probe: FAIL tcp_sink: wrong bytes'
 
 # net.offload takes on or off only: anything else fails the probe, saying so.
 run_vmm offload-bad 60 --kernel "$FW/probe.elf" --memory 64M --net user \
