@@ -21,7 +21,8 @@
 #   udp-h2g   --dir h2g --ceiling --probe-args net.rxwait=halt --sizes "64 512 1472 65507"
 #   udp-rr    --dir rr --ceiling --sizes "64 4000"
 #   tcp-g2h-on, tcp-g2h-off, tcp-h2g-on, tcp-h2g-off   --proto tcp --dir g2h|h2g --offload on|off
-#             --sizes "64 1448 65536" (the write sizes: netperf TCP_STREAM -m)
+#             [g2h: --probe-args net.txwait=halt] --sizes "64 1448 65536" (the write sizes:
+#             netperf TCP_STREAM -m; the MiB per row by write size, netbench's default)
 #   tcp-g2g   --proto tcp --dir g2g --sizes "64 1448 65536"
 #   tcp-rr    --proto tcp --dir rr --ceiling --sizes "1 64"
 #   tcp-crr   --proto tcp --dir crr --ceiling --sizes 64 (netperf TCP_CRR)
@@ -76,7 +77,9 @@ for d in g2h h2g; do
 	for o in on off; do
 		h="guest to host"
 		[ $d = g2h ] || h="host to guest"
-		sweep "tcp-$d-$o" "TCP, $h, offloads $o" --proto tcp --dir $d --offload $o \
+		w=()
+		[ $d = h2g ] || w=(--probe-args net.txwait=halt)
+		sweep "tcp-$d-$o" "TCP, $h, offloads $o" --proto tcp --dir $d --offload $o "${w[@]}" \
 			--sizes "64 1448 65536"
 	done
 done

@@ -28,7 +28,9 @@
 #        as rr's. The row fails unless both ends count the same transactions and every
 #        connection closed cleanly (the guest's through TIME_WAIT, the server's without a
 #        reset). --ceiling adds netns: (tcpperf crr, the host kernel's own path), as for rr.
-#   A stream row moves --mib MiB (default 64) on one connection; --sizes is the application's
+#   A stream row moves --mib MiB on one connection (default: by write size, so that a row lasts
+#   seconds, not tenths, on a 2-core host: 64 MiB for writes under 1 KiB, 256 MiB under 16 KiB,
+#   1024 MiB from 16 KiB; a quarter of that for g2g, whose rates are a quarter); --sizes is the application's
 #   write size (netperf's -m, 1 to 65536 bytes; default "64 1448 65536"): the probe's
 #   net.write=N (N bytes per tcp_send call) and `tcpperf send --write N` (N bytes per send()),
 #   one row per size, shown as its Message Size ("message_bytes" and "write_bytes" in --json,
@@ -159,7 +161,7 @@ PERF=0
 PERF_NOTE=""
 CONFIGS=()
 PROTO=udp
-MIB=64
+MIB= # empty: by write size (mib_of)
 OFFLOAD=""
 PLOT=""
 GNUPLOT=${GNUPLOT:-gnuplot}
@@ -198,7 +200,7 @@ tcp)
 	;;
 *) die "--proto must be udp or tcp" ;;
 esac
-[[ "$MIB" =~ ^[1-9][0-9]{0,3}$ ]] || die "--mib must be 1 to 9999"
+[[ -z "$MIB" || "$MIB" =~ ^[1-9][0-9]{0,3}$ ]] || die "--mib must be 1 to 9999"
 case "$OFFLOAD" in "" | on | off) ;; *) die "--offload must be on or off" ;; esac
 for c in "${CONFIGS[@]}"; do
 	[[ -z "$OFFLOAD" || "$c" != *offload=* && "$c" != *csum=* && "$c" != *tso4=* ]] ||
@@ -211,6 +213,21 @@ for p in "$VCPU_PIN" "$IO_PIN" "$HOST_PIN"; do
 	[[ -z "$p" || "$p" =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] || die "bad CPU list: $p"
 done
 # A TCP stream row is one --mib MiB transfer in writes of the row's size.
+# mib_of SIZE: the MiB a stream row of SIZE-byte writes moves (--mib, or by size: see --help).
+mib_of() {
+	local m
+	if [ -n "$MIB" ]; then echo "$MIB"; return; fi
+	if (($1 < 1024)); then m=64; elif (($1 < 16384)); then m=256; else m=1024; fi
+	[ "$DIR" != g2g ] || m=$((m / 4))
+	echo "$m"
+}
+# mib_text: the MiB per run, for the table's title.
+mib_text() {
+	local s out=
+	if [ -n "$MIB" ]; then echo "$MIB MiB per run"; return; fi
+	for s in $SIZES; do out+="${out:+/}$(mib_of "$s")"; done
+	echo "$out MiB per run (by write size)"
+}
 TCP_STREAM=0
 [[ "$PROTO" != tcp || "$RR" == 1 ]] || TCP_STREAM=1
 if [ -z "$SIZES" ]; then
@@ -440,7 +457,7 @@ guest_start() {
 	[ "$DIR" = g2g ] && peer=${GUEST_IP[1]}
 	local cmdline="test=$test net.ip=${GUEST_IP[$i]}/24 net.peer=$peer net.port=$PORT"
 	cmdline+=" net.peer_port=$PORT net.secs=$secs net.size=$size net.sizes=$size"
-	[ "$PROTO" = udp ] || cmdline+=" net.tcp_mib=$MIB"
+	[ "$PROTO" = udp ] || cmdline+=" net.tcp_mib=$(mib_of "$size")"
 	[ "$TCP_STREAM" = 0 ] || cmdline+=" net.write=$size"
 	[ -z "$OFFLOAD" ] || cmdline+=" net.offload=$OFFLOAD"
 	[ -z "${PROBE_ARGS:-}" ] || cmdline+=" $PROBE_ARGS"
@@ -474,9 +491,9 @@ guest_start() {
 		udp_rr)
 			cmd=("$UDPPERF" rr --dest "$peer" --port "$PORT" --size "$size" --secs "$secs") ;;
 		tcp_stream)
-			cmd=("$TCPPERF" send --dest "$peer" --port "$PORT" --mib "$MIB" --write "$size") ;;
+			cmd=("$TCPPERF" send --dest "$peer" --port "$PORT" --mib "$(mib_of "$size")" --write "$size") ;;
 		tcp_sink)
-			cmd=("$TCPPERF" recv --port "$PORT" --mib "$MIB" --wait-secs "$TIMEOUT"
+			cmd=("$TCPPERF" recv --port "$PORT" --mib "$(mib_of "$size")" --wait-secs "$TIMEOUT"
 				--ready-file "$TMP/$name.ready") ;;
 		tcp_rr)
 			cmd=("$TCPPERF" rr --dest "$peer" --port "$PORT" --size "$size" --secs "$secs") ;;
@@ -860,7 +877,7 @@ mss_of() {
 # tcp_write_check NAME LINE SIZE: the sender (the probe's result LINE or tcpperf send's) wrote
 # in writes of SIZE bytes: it says write=SIZE and made at least one call per write.
 tcp_write_check() {
-	tcp_writes_verdict "$2" "$3" "$MIB" || { row_failed "$1" "$VERDICT"; return 1; }
+	tcp_writes_verdict "$2" "$3" "$(mib_of "$3")" || { row_failed "$1" "$VERDICT"; return 1; }
 }
 
 # offload_of NAME: R_OFFL, the offloads the probe negotiated (its "probe: net" line), if any.
@@ -900,7 +917,7 @@ run_tcp() {
 	[ -z "$HOST_PIN" ] || pin=(taskset -c "$HOST_PIN")
 	case "$DIR" in
 	g2h)
-		host_tool "$tag-host" recv --bind "$HOST_IP" --port "$PORT" --mib "$MIB" \
+		host_tool "$tag-host" recv --bind "$HOST_IP" --port "$PORT" --mib "$(mib_of "$size")" \
 			--wait-secs "$((SECS + TIMEOUT))"
 		tcp_guest_against_host "$tag" "$cfg" tcp_stream "$size" "$LAST_PID"
 		tcp_row_valid "$tag" "$line" "$hl" || return 0
@@ -914,7 +931,7 @@ run_tcp() {
 		guest_wait_ready "$tag-g" "$gpid" || { row_failed "$tag-g" "the guest sink did not start"; return; }
 		[ "$PROFILE" = 0 ] || profile_start "$tag-g" "$cfg"
 		hl=$(ip netns exec "$NS" "${pin[@]}" "$TCPPERF" send --dest "${GUEST_IP[0]}" \
-			--port "$PORT" --mib "$MIB" --write "$size" 2>"$TMP/$tag-host.err") || true
+			--port "$PORT" --mib "$(mib_of "$size")" --write "$size" 2>"$TMP/$tag-host.err") || true
 		[ "$PROFILE" = 0 ] || profile_finish "$tag-g"
 		echo "$hl" >"$TMP/$tag-host.out"
 		wait_pid "$gpid"
@@ -1202,9 +1219,9 @@ spread() {
 # title: the test's name, first line of the table and the plot's title
 title() {
 	[ "$PROTO" = udp ] || case "$DIR" in
-	g2h) echo "TCP STREAM TEST from ${GUEST_IP[0]} (guest tcp_stream) to $HOST_IP (host tcpperf recv) : $MIB MiB per run, message size = write size" ;;
-	h2g) echo "TCP STREAM TEST from $HOST_IP (host tcpperf send) to ${GUEST_IP[0]} (guest tcp_sink) : $MIB MiB per run, message size = write size" ;;
-	g2g) echo "TCP STREAM TEST from ${GUEST_IP[0]} (guest A tcp_stream) to ${GUEST_IP[1]} (guest B tcp_sink) over a bridge : $MIB MiB per run, message size = write size" ;;
+	g2h) echo "TCP STREAM TEST from ${GUEST_IP[0]} (guest tcp_stream) to $HOST_IP (host tcpperf recv) : $(mib_text), message size = write size" ;;
+	h2g) echo "TCP STREAM TEST from $HOST_IP (host tcpperf send) to ${GUEST_IP[0]} (guest tcp_sink) : $(mib_text), message size = write size" ;;
+	g2g) echo "TCP STREAM TEST from ${GUEST_IP[0]} (guest A tcp_stream) to ${GUEST_IP[1]} (guest B tcp_sink) over a bridge : $(mib_text), message size = write size" ;;
 	rr) echo "TCP REQUEST/RESPONSE TEST from ${GUEST_IP[0]} (guest tcp_rr) to $HOST_IP (host tcpperf rr-server) : $SECS s per size" ;;
 	crr) echo "TCP CONNECT/REQUEST/RESPONSE TEST from ${GUEST_IP[0]} (guest tcp_crr) to $HOST_IP (host tcpperf crr-server) : $SECS s per size, a connection per transaction" ;;
 	esac

@@ -44,8 +44,8 @@ inside() { sed -n '/^<!-- bench-all: begin -->$/,/^<!-- bench-all: end -->$/p' "
 SWEEPS="--dir g2h --ceiling --probe-args net.txwait=halt --sizes '32 64 128 256 512 1024 65507' VMS --rounds R --secs 2 --plot docs/plots/udp-g2h.svg
 --dir h2g --ceiling --probe-args net.rxwait=halt --sizes '64 512 1472 65507' VMS --rounds R --secs 2 --plot docs/plots/udp-h2g.svg
 --dir rr --ceiling --sizes '64 4000' VMS --rounds R --secs 2 --plot docs/plots/udp-rr.svg
---proto tcp --dir g2h --offload on --sizes '64 1448 65536' VMS --rounds R --secs 2 --plot docs/plots/tcp-g2h-on.svg
---proto tcp --dir g2h --offload off --sizes '64 1448 65536' VMS --rounds R --secs 2 --plot docs/plots/tcp-g2h-off.svg
+--proto tcp --dir g2h --offload on --probe-args net.txwait=halt --sizes '64 1448 65536' VMS --rounds R --secs 2 --plot docs/plots/tcp-g2h-on.svg
+--proto tcp --dir g2h --offload off --probe-args net.txwait=halt --sizes '64 1448 65536' VMS --rounds R --secs 2 --plot docs/plots/tcp-g2h-off.svg
 --proto tcp --dir h2g --offload on --sizes '64 1448 65536' VMS --rounds R --secs 2 --plot docs/plots/tcp-h2g-on.svg
 --proto tcp --dir h2g --offload off --sizes '64 1448 65536' VMS --rounds R --secs 2 --plot docs/plots/tcp-h2g-off.svg
 --proto tcp --dir g2g --sizes '64 1448 65536' VMS --rounds R --secs 2 --plot docs/plots/tcp-g2g.svg
