@@ -703,13 +703,13 @@ static void release_faults(void)
 	fault.running = false;
 }
 
-/* HELD_REQS reads into held pages (worker engine), every worker blocked in one, then a reset:
- * it returns at once, with the requests still in flight. */
-static void reset_with_held_reads(void)
+/* n reads (read i from sector 128 * i) into held pages (worker engine), kicked, and every
+ * worker blocked in one. */
+static void start_held_reads(unsigned n)
 {
 	start(false, false, true, NULL);
-	hold_pages(HELD_GPA, HELD_REQS * HELD_LEN);
-	for (unsigned i = 0; i < HELD_REQS; i++) {
+	hold_pages(HELD_GPA, n * HELD_LEN);
+	for (unsigned i = 0; i < n; i++) {
 		header(i, T_IN, 128 * i);
 		struct buf b[3] = {{HDR_GPA + 16u * i, 16, false},
 				   {HELD_GPA + HELD_LEN * i, HELD_LEN, true},
@@ -718,6 +718,12 @@ static void reset_with_held_reads(void)
 	}
 	virtio_dev_queue_notify(&dev, 0);
 	await_faults(BLK_IO_WORKERS);
+}
+
+/* HELD_REQS held reads, then a reset: it returns at once, with the requests still in flight. */
+static void reset_with_held_reads(void)
+{
+	start_held_reads(HELD_REQS);
 	cr_assert_eq(virtio_blk_inflight(blk), HELD_REQS);
 	virtio_dev_set_status(&dev, 0);
 	pthread_mutex_lock(&fault.lock);
@@ -882,17 +888,7 @@ Test(virtio_blk, quiesce_finishes_requests_in_flight)
  * them (a snapshot's quiesce included), and nothing reaches the ring. */
 static void finish_reads_with_bus_mastering_off(void)
 {
-	start(false, false, true, NULL);
-	hold_pages(HELD_GPA, BLK_IO_WORKERS * HELD_LEN);
-	for (unsigned i = 0; i < BLK_IO_WORKERS; i++) {
-		header(i, T_IN, 128 * i);
-		struct buf b[3] = {{HDR_GPA + 16u * i, 16, false},
-				   {HELD_GPA + HELD_LEN * i, HELD_LEN, true},
-				   {STATUS_GPA + i, 1, true}};
-		post(b, 3);
-	}
-	virtio_dev_queue_notify(&dev, 0);
-	await_faults(BLK_IO_WORKERS);
+	start_held_reads(BLK_IO_WORKERS);
 	virtio_dev_set_dma_enabled(&dev, false);
 	release_faults();
 	for (int i = 0; i < 500 && virtio_blk_parked(blk) < BLK_IO_WORKERS; i++)
