@@ -105,7 +105,8 @@ void event_watch_init(struct event_watch *w, struct event_loop *loop);
 /* Watch fd for events through w (which must live until event_watch_destroy). Returns 0 or -1
  * (logged; w is then not added). */
 int event_watch_add(struct event_watch *w, int fd, uint32_t events, event_fd_fn fn, void *opaque);
-/* Turn the bits of set on and those of clear off, atomically with respect to other changes. */
+/* Turn the bits of set on and those of clear off, atomically with respect to other changes (a
+ * call that would change nothing takes no lock). */
 void event_watch_change(struct event_watch *w, uint32_t set, uint32_t clear);
 /* The mask epoll has now (0 once removed). */
 uint32_t event_watch_events(struct event_watch *w);
