@@ -38,18 +38,20 @@ GUEST="test=counter counter.ms=1 counter.max=400"
 READY='probe: counter=20 '
 UNTIL=(--until 'probe: counter=')
 NET_ARGS=()
+BACKEND_ARGS=() # the restore's: a snapshot names no host resource
 if [ "$NET" = 1 ]; then
 	command -v python3 >/dev/null || die "--net needs python3 (to find a free UDP port)"
 	PORT=$(python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	GUEST="test=serve net.ip=10.0.2.15/24 net.peer=10.0.2.2 net.port=7000"
 	NET_ARGS=(--net "user,hostfwd=udp:127.0.0.1:$PORT-:7000")
+	BACKEND_ARGS=(--backend "0:user,hostfwd=udp:127.0.0.1:$PORT-:7000")
 	READY='probe: serve ready'
 	UNTIL=(--udp "127.0.0.1:$PORT" --stop)
 fi
 SNAP=$TMP/snap
 SOCK=$TMP/api.sock
 CMD_cold=("$MINIVMM" --kernel "$PROBE" --memory "$MEMORY" --cpus "$CPUS" "${NET_ARGS[@]}" --cmdline "$GUEST" --quiet)
-CMD_restore=("$MINIVMM" --restore "$SNAP" --quiet)
+CMD_restore=("$MINIVMM" --restore "$SNAP" "${BACKEND_ARGS[@]}" --quiet)
 
 # The snapshot: boot with a socket, wait for the 20th line (--net: the service ready), save, stop.
 "${CMD_cold[@]}" --api-sock "$SOCK" </dev/null >"$TMP/orig.out" 2>"$TMP/orig.err" &

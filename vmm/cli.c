@@ -313,11 +313,13 @@ void cli_usage(void)
 	    "\n"
 	    "Snapshots (minivmm ctl --sock PATH snapshot DIR writes one):\n"
 	    "  --restore DIR          rebuild the VM saved in DIR and run it (instead of\n"
-	    "                         --kernel; memory, vCPUs and devices come from DIR)\n"
+	    "                         --kernel; memory, vCPUs and devices come from DIR, what\n"
+	    "                         they use on the host from --backend)\n"
 	    "  --paused               with --restore: wait for the control socket's resume\n"
-	    "  --net-backend N:tap=NAME|N:user[,hostfwd=...]\n"
-	    "                         with --restore: device N (command-line order, from 0), a\n"
-	    "                         --net, gets this backend instead of the saved one\n"
+	    "  --backend N:OPTIONS    with --restore: the host side of device N (command-line\n"
+	    "                         order, from 0), which a snapshot never names: a --disk's\n"
+	    "                         path=IMAGE[,readonly=on][,cache=...], a --net's tap=NAME\n"
+	    "                         or user[,hostfwd=...]; required for each such device\n"
 	    "\n"
 	    "Other:\n"
 	    "  --seccomp on|off       system-call allow-list once the VM is set up (default on;\n"
@@ -358,28 +360,28 @@ enum {
 	OPT_QUIET,
 	OPT_RESTORE,
 	OPT_PAUSED,
-	OPT_NET_BACKEND,
+	OPT_BACKEND,
 	OPT_TIMING,
 	OPT_HELP,
 	OPT_VERSION,
 	OPT_DEVICE_BASE, /* + index in device_kinds */
 };
 
-/* --net-backend INDEX:SPEC; what SPEC may hold is checked at the restore (snapshot.c). */
+/* --backend INDEX:SPEC; what SPEC may hold is checked at the restore (snapshot.c). */
 _Static_assert(MAX_DEVICES == 16, "the message below names the index range");
-static int parse_net_backend(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
+static int parse_backend(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
 {
 	char *end;
 	errno = 0;
 	unsigned long index = strtoul(arg, &end, 10);
 	if (end == arg || *end != ':' || !end[1] || errno || arg[0] == '-' || index >= MAX_DEVICES)
 		return fail(err, errlen,
-			    "--net-backend: expected INDEX:tap=NAME or INDEX:user (INDEX 0 to 15), "
-			    "not '%s'",
+			    "--backend: expected INDEX:OPTIONS, e.g. 0:path=disk.img or 1:tap=tap0 "
+			    "(INDEX 0 to 15), not '%s'",
 			    arg);
-	if (cfg->net_backend[index])
-		return fail(err, errlen, "--net-backend: device %s given twice", arg);
-	cfg->net_backend[index] = end + 1;
+	if (cfg->backend[index])
+		return fail(err, errlen, "--backend: device %s given twice", arg);
+	cfg->backend[index] = end + 1;
 	return 0;
 }
 
@@ -426,7 +428,7 @@ static const struct option base_opts[] = {
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"restore", required_argument, NULL, OPT_RESTORE},
     {"paused", no_argument, NULL, OPT_PAUSED},
-    {"net-backend", required_argument, NULL, OPT_NET_BACKEND},
+    {"backend", required_argument, NULL, OPT_BACKEND},
     {"timing", no_argument, NULL, OPT_TIMING},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
@@ -616,8 +618,8 @@ static enum cli_result apply_option(int c, char **argv, struct vm_config *cfg, c
 	case OPT_PAUSED:
 		cfg->start_paused = true;
 		break;
-	case OPT_NET_BACKEND:
-		rc = parse_net_backend(optarg, cfg, err, errlen);
+	case OPT_BACKEND:
+		rc = parse_backend(optarg, cfg, err, errlen);
 		break;
 	case OPT_TIMING:
 		cfg->timing = true;
@@ -657,8 +659,12 @@ static int check_config(int argc, char **argv, struct vm_config *cfg, const char
 	if (!cfg->restore_dir && cfg->start_paused)
 		return fail(err, errlen, "--paused is for --restore only%s", "");
 	for (int i = 0; i < MAX_DEVICES; i++)
-		if (!cfg->restore_dir && cfg->net_backend[i])
-			return fail(err, errlen, "--net-backend is for --restore only%s", "");
+		if (!cfg->restore_dir && cfg->backend[i])
+			return fail(
+			    err, errlen,
+			    "--backend is for --restore only (a cold boot gives the device's "
+			    "flag all its options)%s",
+			    "");
 	if (!cfg->kernel_path && !cfg->restore_dir)
 		return fail(err, errlen, "--kernel PATH is required (see --help)%s", "");
 	/* A chroot alone is escapable by code that runs in it (sanitizer builds, which cannot

@@ -59,9 +59,9 @@ struct vm_config {
 	const char *restore_dir;    /* --restore: rebuild the VM from this snapshot */
 	int memory_fd;		    /* with restore_dir: guest RAM is this file, MAP_PRIVATE */
 	bool start_paused;	    /* --paused: the vCPUs wait for "resume" */
-	/* --net-backend INDEX:SPEC: with restore_dir, device INDEX's backend options (tap=NAME,
-	 * user, hostfwd=) instead of the saved ones; NULL: the saved ones. */
-	const char *net_backend[MAX_DEVICES];
+	/* --backend INDEX:SPEC: with restore_dir, device INDEX's host options (option_desc.host:
+	 * a --disk's path=, a --net's tap= or user), which a snapshot never holds; NULL: none. */
+	const char *backend[MAX_DEVICES];
 	struct jail_config jail;
 	struct device_config devices[MAX_DEVICES];
 	int nr_devices;

@@ -69,5 +69,15 @@ struct device_kind_desc {
 extern const struct device_kind_desc *const device_kinds[];
 /* --help's lines for the kind, from its options table. */
 void device_kind_usage(const struct device_kind_desc *kind);
+/* The kind named by its flag ("disk"), or NULL. */
+const struct device_kind_desc *device_kind_find(const char *flag);
+/* A device's options (spec, as the command line gave them) split into those that name host
+ * resources (option_desc.host: what a snapshot never saves) and the rest, transport= and keys
+ * the kind does not know included; each part re-joined as "k=v,k" into its own len bytes.
+ * Returns 0, or -1 with a one-line reason in err (a malformed spec, a part too long). */
+int device_spec_split(const struct device_kind_desc *kind, const char *spec, char *guest,
+		      char *host, size_t len, char *err, size_t errlen);
+/* The kind's host options for messages ("path=, readonly=, cache="); "" when it has none. */
+void device_kind_host_keys(const struct device_kind_desc *kind, char *out, size_t len);
 
 #endif

@@ -43,6 +43,14 @@ int options_split(const char *s, const char *what, struct option_list *out, char
 	}
 }
 
+bool options_append(char *out, size_t len, const struct option_kv *kv)
+{
+	size_t at = strlen(out);
+	int n = snprintf(out + at, len - at, "%s%s%s%s", at ? "," : "", kv->key,
+			 kv->has_value ? "=" : "", kv->has_value ? kv->value : "");
+	return n >= 0 && (size_t)n < len - at;
+}
+
 int option_bool(const struct option_kv *kv, const char *what, bool *out, char *err, size_t errlen)
 {
 	if (!strcmp(kv->value, "on") || !strcmp(kv->value, "yes") || !strcmp(kv->value, "1")) {

@@ -26,6 +26,9 @@ struct option_list {
  * OPTIONS_MAX entries are errors. what names the flag for messages ("--net"). */
 int options_split(const char *s, const char *what, struct option_list *out, char *err,
 		  size_t errlen);
+/* Append "key[=value]" to the NUL-terminated out (len bytes), a comma first unless it is empty;
+ * false when it does not fit. */
+bool options_append(char *out, size_t len, const struct option_kv *kv);
 /* Value helpers: each returns 0, or -1 with "<what>: invalid <key> '<value>' ..." in err. */
 int option_bool(const struct option_kv *kv, const char *what, bool *out, char *err, size_t errlen);
 int option_u32(const struct option_kv *kv, const char *what, uint32_t min, uint32_t max,
@@ -63,6 +66,9 @@ struct option_desc {
 		     size_t errlen);
 	bool bare_on;  /* OPTION_BOOL: a bare key means on */
 	bool required; /* "<what>: key=ARG is required" when missing */
+	/* Names or opens a host resource (an image, a tap, a host port) or says how: a snapshot
+	 * never saves it, a restore takes it from its own command line (--backend). */
+	bool host;
 };
 
 #define OPTION_FIELD(type, field)                                                                  \

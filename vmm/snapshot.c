@@ -134,6 +134,22 @@ static int quiesce_devices(struct vm *vm, char *err, size_t errlen)
 	return 0;
 }
 
+/* A device's options without those naming host resources: a snapshot holds none (a restore
+ * takes them from its own --backend), so the file carries no authority over the host. */
+static int save_spec(const struct device_config *cfg, struct snapshot_device *d, char *err,
+		     size_t errlen)
+{
+	const char *flag = cfg->kind->flag;
+	char host[SNAPSHOT_SPEC_MAX];
+	if (strlen(flag) >= sizeof(d->flag))
+		return snapshot_fail(err, errlen, "snapshot: --%s: flag too long to save", flag);
+	memcpy(d->flag, flag, strlen(flag) + 1);
+	if (device_spec_split(cfg->kind, cfg->spec ? cfg->spec : "", d->spec, host, sizeof(d->spec),
+			      err, errlen))
+		return -1;
+	return 0;
+}
+
 static int capture_devices(struct vm *vm, struct snapshot_state *st, char *err, size_t errlen)
 {
 	const struct virtio_devices *devs = vm->virtio;
@@ -141,13 +157,8 @@ static int capture_devices(struct vm *vm, struct snapshot_state *st, char *err, 
 	for (uint32_t i = 0; i < st->config.nr_devices; i++) {
 		struct virtio_slot *slot = (struct virtio_slot *)&devs->slots[i];
 		struct snapshot_device *d = &st->devices[i];
-		const char *flag = slot->cfg->kind->flag,
-			   *spec = slot->cfg->spec ? slot->cfg->spec : "";
-		if (strlen(flag) >= sizeof(d->flag) || strlen(spec) >= sizeof(d->spec))
-			return snapshot_fail(err, errlen, "snapshot: --%s options too long to save",
-					     flag);
-		memcpy(d->flag, flag, strlen(flag) + 1);
-		memcpy(d->spec, spec, strlen(spec) + 1);
+		if (save_spec(slot->cfg, d, err, errlen))
+			return -1;
 		d->transport = slot->cfg->transport;
 		if (is_disk(slot->cfg->kind))
 			d->disk_sectors = virtio_blk_capacity(slot->model);
@@ -404,54 +415,49 @@ static bool disk_size_differs(const struct snapshot_device *d, char *err, size_t
 	return false;
 }
 
-/* tx-uring= and rx-uring= too: they are the tap's, so a new backend says again whether it
- * wants them. */
-static bool is_backend_key(const char *key)
+/* A saved device's options joined with the host options its --backend gives (written back
+ * into d->spec, which the restored VM's device config points to). Refused: host options in the
+ * snapshot (only a crafted file has them), a --backend option that is not a host one, a kind
+ * with host options and no --backend, a --backend for a kind without. */
+static int join_backend(struct snapshot_device *d, const struct device_kind_desc *kind, uint32_t i,
+			const char *backend, char *err, size_t errlen)
 {
-	return !strcmp(key, "tap") || !strcmp(key, "user") || !strcmp(key, "hostfwd") ||
-	       !strcmp(key, "tx-uring") || !strcmp(key, "rx-uring");
-}
-
-/* Append "key[=value]" to out (a comma first unless empty); false when it does not fit. */
-static bool append_option(char *out, size_t len, const struct option_kv *kv)
-{
-	size_t at = strlen(out);
-	int n = snprintf(out + at, len - at, "%s%s%s%s", at ? "," : "", kv->key,
-			 kv->has_value ? "=" : "", kv->has_value ? kv->value : "");
-	return n >= 0 && (size_t)n < len - at;
-}
-
-/* --net-backend: d's saved backend options (tap=, user, hostfwd=, [tr]x-uring=) replaced by
- * backend's, the rest (mac=, tx=, offload=, transport=) kept; written back into d->spec, so a
- * snapshot of the restored VM names the new backend. */
-static int override_backend(struct snapshot_device *d, const char *backend, char *err,
-			    size_t errlen)
-{
-	struct option_list saved, given;
-	char spec[SNAPSHOT_SPEC_MAX] = "";
-	if (strcmp(d->flag, "net"))
-		return snapshot_fail(err, errlen,
-				     "--net-backend: the device is a --%s, not a --net", d->flag);
-	if (options_split(backend, "--net-backend", &given, err, errlen) ||
-	    options_split(d->spec, "--net", &saved, err, errlen))
+	char guest[SNAPSHOT_SPEC_MAX], host[SNAPSHOT_SPEC_MAX], keys[128];
+	struct option_list given;
+	device_kind_host_keys(kind, keys, sizeof(keys));
+	if (device_spec_split(kind, d->spec, guest, host, sizeof(guest), err, errlen))
 		return -1;
-	for (int i = 0; i < given.n; i++)
-		if (!is_backend_key(given.kv[i].key))
-			return snapshot_fail(
-			    err, errlen,
-			    "--net-backend: '%s' is not a backend option (tap=NAME, "
-			    "user, hostfwd=, tx-uring=, rx-uring=)",
-			    given.kv[i].key);
-	for (int i = 0; i < saved.n; i++)
-		if (!is_backend_key(saved.kv[i].key) &&
-		    !append_option(spec, sizeof(spec), &saved.kv[i]))
-			return snapshot_fail(err, errlen,
-					     "--net-backend: the options get too long");
-	for (int i = 0; i < given.n; i++)
-		if (!append_option(spec, sizeof(spec), &given.kv[i]))
-			return snapshot_fail(err, errlen,
-					     "--net-backend: the options get too long");
-	memcpy(d->spec, spec, sizeof(spec));
+	if (host[0])
+		return snapshot_fail(err, errlen,
+				     "device %u (--%s): the snapshot names host resources (%s): a "
+				     "snapshot may not; give them with --backend %u:OPTIONS",
+				     i, d->flag, host, i);
+	if (!backend && keys[0])
+		return snapshot_fail(err, errlen,
+				     "device %u is a --%s: give what it uses on the host with "
+				     "--backend %u:OPTIONS (%s; a snapshot names none)",
+				     i, d->flag, i, keys);
+	if (backend && !keys[0])
+		return snapshot_fail(err, errlen,
+				     "--backend %u: device %u is a --%s, which uses nothing on the "
+				     "host",
+				     i, i, d->flag);
+	if (!backend)
+		return 0;
+	if (device_spec_split(kind, backend, guest, host, sizeof(guest), err, errlen) ||
+	    options_split(guest, "--backend", &given, err, errlen))
+		return -1;
+	if (given.n)
+		return snapshot_fail(err, errlen,
+				     "--backend %u: '%s' is not a host option of a --%s (%s); the "
+				     "rest comes from the snapshot",
+				     i, given.kv[0].key, d->flag, keys);
+	size_t saved = strlen(d->spec);
+	if (saved + 1 + strlen(host) >= sizeof(d->spec))
+		return snapshot_fail(err, errlen, "--backend %u: the options get too long", i);
+	if (saved)
+		d->spec[saved++] = ',';
+	memcpy(d->spec + saved, host, strlen(host) + 1);
 	return 0;
 }
 
@@ -474,15 +480,16 @@ struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
 	cfg->memory_bytes = st->config.memory_bytes;
 	cfg->nr_cpus = (int)st->config.nr_cpus;
 	for (uint32_t i = st->config.nr_devices; i < MAX_DEVICES; i++)
-		if (cfg->net_backend[i]) {
-			log_error("cannot restore: --net-backend %u: the snapshot has %u devices",
-				  i, st->config.nr_devices);
+		if (cfg->backend[i]) {
+			log_error("cannot restore: --backend %u: the snapshot has %u devices", i,
+				  st->config.nr_devices);
 			return refuse(cfg, st);
 		}
 	/* The devices as the command line gave them, in the same order: same windows, slots. */
 	for (uint32_t i = 0; i < st->config.nr_devices; i++) {
 		struct snapshot_device *d = &st->devices[i];
-		if (!flag_supported(d->flag)) {
+		const struct device_kind_desc *kind = device_kind_find(d->flag);
+		if (!kind || !kind_supported(kind)) {
 			/* Only what snapshot_save writes: a crafted file gets no other kind. */
 			log_error(
 			    "cannot restore: device %u: --%s devices are not restored by this "
@@ -490,9 +497,8 @@ struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
 			    i, d->flag);
 			return refuse(cfg, st);
 		}
-		if (cfg->net_backend[i] &&
-		    override_backend(d, cfg->net_backend[i], err, sizeof(err))) {
-			log_error("cannot restore: device %u: %s", i, err);
+		if (join_backend(d, kind, i, cfg->backend[i], err, sizeof(err))) {
+			log_error("cannot restore: %s", err);
 			return refuse(cfg, st);
 		}
 		if (cli_add_device(cfg, d->flag, d->spec, err, sizeof(err)) ||

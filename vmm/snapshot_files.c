@@ -192,6 +192,22 @@ int snapshot_check_files(const int fds[SNAPSHOT_NR_FILES], char *err, size_t err
 	return 0;
 }
 
+/* A restored VM's untouched pages are the memory file's: if it has shrunk since, they are gone
+ * (the end of the file reads as a hole, i.e. zeros), and no snapshot may say it saved them. */
+static bool restored_from_shrunk_file(const struct guest_mem *mem)
+{
+	struct stat sb;
+	return mem->file_fd >= 0 &&
+	       (fstat(mem->file_fd, &sb) < 0 || (uint64_t)sb.st_size < mem->ram_size);
+}
+
+static int shrunk(char *err, size_t errlen)
+{
+	return snapshot_fail(err, errlen,
+			     "snapshot: the memory file this VM was restored from is shorter than "
+			     "its RAM now (truncated while the VM ran?): its pages are lost");
+}
+
 static int write_whole(int fd, const char *name, const void *buf, size_t len, char *err,
 		       size_t errlen)
 {
@@ -206,9 +222,13 @@ int snapshot_write_files(const int fds[SNAPSHOT_NR_FILES], const struct snapshot
 	if (snapshot_check_files(fds, err, errlen))
 		return -1;
 	uint32_t mem_crc = 0;
+	if (restored_from_shrunk_file(mem))
+		return shrunk(err, errlen);
 	if (write_memory(fds[SNAPSHOT_FILE_MEMORY], mem, &mem_crc))
 		return snapshot_fail(err, errlen, "snapshot: %s: %s", SNAPSHOT_MEMORY,
 				     strerror(errno));
+	if (restored_from_shrunk_file(mem)) /* while it was read: what was read is not the RAM */
+		return shrunk(err, errlen);
 	size_t state_len;
 	uint8_t *state = snapshot_state_write(st, &state_len);
 	if (!state)
@@ -245,18 +265,57 @@ int snapshot_write_files(const int fds[SNAPSHOT_NR_FILES], const struct snapshot
 	return rc;
 }
 
-/* Read a whole regular file of at most max bytes. */
-static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len, char *err,
-		     size_t errlen)
+/* The snapshot's directory and files: owned by the user who restores (or root) and writable by
+ * no one else, so that nobody else decides what the VM is made of, before or while it runs (the
+ * memory file stays mapped: a later write to it reaches the guest's untouched pages). */
+static int check_owner(const struct stat *sb, const char *path, char *err, size_t errlen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	uid_t me = geteuid();
+	if (sb->st_uid != me && sb->st_uid != 0)
+		return snapshot_fail(err, errlen,
+				     "%s: owned by uid %u, not by you (uid %u) or root", path,
+				     (unsigned)sb->st_uid, (unsigned)me);
+	if (sb->st_mode & (S_IWGRP | S_IWOTH))
+		return snapshot_fail(err, errlen,
+				     "%s: writable by its group or others (mode %04o): refused "
+				     "(chmod go-w)",
+				     path, (unsigned)(sb->st_mode & 07777));
+	return 0;
+}
+
+/* Open one of the snapshot's files in its directory (dfd): no symbolic link, a regular file,
+ * owned as check_owner says. The path is for messages. */
+static int open_in_dir(int dfd, const char *dir, const char *name, struct stat *sb, char *err,
+		       size_t errlen)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
-		return snapshot_fail(err, errlen, "%s: %s", path, strerror(errno));
-	struct stat sb;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > max) {
+		return snapshot_fail(err, errlen, "%s: %s", path,
+				     errno == ELOOP ? "a symbolic link: refused" : strerror(errno));
+	if (fstat(fd, sb) < 0 || !S_ISREG(sb->st_mode)) {
 		close(fd);
-		return snapshot_fail(err, errlen, "%s: not a regular file of at most %zu bytes",
-				     path, max);
+		return snapshot_fail(err, errlen, "%s: not a regular file", path);
+	}
+	if (check_owner(sb, path, err, errlen)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Read a whole regular file of at most max bytes from the snapshot's directory. */
+static int read_file(int dfd, const char *dir, const char *name, size_t max, uint8_t **buf,
+		     size_t *len, char *err, size_t errlen)
+{
+	struct stat sb;
+	int fd = open_in_dir(dfd, dir, name, &sb, err, errlen);
+	if (fd < 0)
+		return -1;
+	if ((uint64_t)sb.st_size > max) {
+		close(fd);
+		return snapshot_fail(err, errlen, "%s/%s: larger than %zu bytes", dir, name, max);
 	}
 	*buf = malloc((size_t)sb.st_size + 1);
 	size_t got = 0;
@@ -272,7 +331,7 @@ static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len, c
 	if (!*buf || got != (size_t)sb.st_size) {
 		free(*buf);
 		*buf = NULL;
-		return snapshot_fail(err, errlen, "%s: cannot read it", path);
+		return snapshot_fail(err, errlen, "%s/%s: cannot read it", dir, name);
 	}
 	*len = got;
 	return 0;
@@ -294,21 +353,14 @@ struct header {
 	uint64_t version, state_bytes, state_crc, memory_bytes, memory_crc;
 };
 
-static int read_header(const char *dir, struct header *h, char *err, size_t errlen)
+static int read_header(int dfd, const char *dir, struct header *h, char *err, size_t errlen)
 {
-	char path[4096];
-	struct stat sb;
-	if (stat(dir, &sb) < 0)
-		return snapshot_fail(err, errlen, "%s: %s", dir, strerror(errno));
-	if (!S_ISDIR(sb.st_mode))
-		return snapshot_fail(err, errlen, "%s is not a snapshot directory", dir);
-	snprintf(path, sizeof(path), "%s/%s", dir, SNAPSHOT_HEADER);
-	if (access(path, F_OK) < 0)
+	if (faccessat(dfd, SNAPSHOT_HEADER, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
 		return snapshot_fail(err, errlen, "%s is not a minivmm snapshot (no %s)", dir,
 				     SNAPSHOT_HEADER);
 	uint8_t *text;
 	size_t len;
-	if (read_file(path, HEADER_MAX, &text, &len, err, errlen))
+	if (read_file(dfd, dir, SNAPSHOT_HEADER, HEADER_MAX, &text, &len, err, errlen))
 		return -1;
 	if (!len) { /* written last: the snapshot was cut short */
 		free(text);
@@ -321,7 +373,8 @@ static int read_header(const char *dir, struct header *h, char *err, size_t errl
 	int rc = json_parse_object((const char *)text, len, &o, why, sizeof(why));
 	free(text);
 	if (rc)
-		return snapshot_fail(err, errlen, "%s: not a snapshot header: %s", path, why);
+		return snapshot_fail(err, errlen, "%s/%s: not a snapshot header: %s", dir,
+				     SNAPSHOT_HEADER, why);
 	const struct json_member *f = json_get(&o, "format");
 	if (!f || f->type != JSON_STRING || strcmp(f->str, SNAPSHOT_FORMAT_NAME))
 		return snapshot_fail(err, errlen,
@@ -343,50 +396,63 @@ static int read_header(const char *dir, struct header *h, char *err, size_t errl
 }
 
 /* Open the memory file and check its size and checksum against the header. */
-static int open_memory(const char *dir, const struct header *h, int *out, char *err, size_t errlen)
+static int open_memory(int dfd, const char *dir, const struct header *h, int *out, char *err,
+		       size_t errlen)
 {
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", dir, SNAPSHOT_MEMORY);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return snapshot_fail(err, errlen, "%s: %s", path, strerror(errno));
 	struct stat sb;
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-		close(fd);
-		return snapshot_fail(err, errlen, "%s: not a regular file", path);
-	}
+	int fd = open_in_dir(dfd, dir, SNAPSHOT_MEMORY, &sb, err, errlen);
+	if (fd < 0)
+		return -1;
 	if ((uint64_t)sb.st_size != h->memory_bytes) {
 		close(fd);
 		return snapshot_fail(err, errlen,
-				     "%s: %lld bytes, expected %" PRIu64 " (truncated?)", path,
-				     (long long)sb.st_size, h->memory_bytes);
+				     "%s/%s: %lld bytes, expected %" PRIu64 " (truncated?)", dir,
+				     SNAPSHOT_MEMORY, (long long)sb.st_size, h->memory_bytes);
 	}
 	uint32_t c;
 	if (file_crc(fd, h->memory_bytes, &c) || c != h->memory_crc) {
 		close(fd);
-		return snapshot_fail(err, errlen, "%s: checksum mismatch (the file is damaged)",
-				     path);
+		return snapshot_fail(err, errlen, "%s/%s: checksum mismatch (the file is damaged)",
+				     dir, SNAPSHOT_MEMORY);
 	}
 	*out = fd;
 	return 0;
 }
 
-int snapshot_open_dir(const char *dir, struct snapshot_state **st, int *memory_fd, char *err,
-		      size_t errlen)
+/* The snapshot's directory, as a descriptor its files are opened relative to (its path is
+ * resolved once), owned as check_owner says. */
+static int open_snapshot_dir(const char *dir, char *err, size_t errlen)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return snapshot_fail(err, errlen,
+				     errno == ENOTDIR ? "%s is not a snapshot directory" : "%s: %s",
+				     dir, strerror(errno));
+	struct stat sb;
+	int rc = fstat(dfd, &sb) < 0 ? snapshot_fail(err, errlen, "%s: %s", dir, strerror(errno))
+				     : check_owner(&sb, dir, err, errlen);
+	if (rc) {
+		close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
+static int open_dir_files(int dfd, const char *dir, struct snapshot_state **st, int *memory_fd,
+			  char *err, size_t errlen)
 {
 	struct header h = {0};
-	if (read_header(dir, &h, err, errlen))
+	if (read_header(dfd, dir, &h, err, errlen))
 		return -1;
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", dir, SNAPSHOT_STATE);
 	uint8_t *state;
 	size_t len;
-	if (read_file(path, STATE_MAX, &state, &len, err, errlen))
+	if (read_file(dfd, dir, SNAPSHOT_STATE, STATE_MAX, &state, &len, err, errlen))
 		return -1;
 	if (len != h.state_bytes || crc32_update(0, state, len) != h.state_crc) {
 		free(state);
 		return snapshot_fail(err, errlen,
-				     "%s: size or checksum mismatch (the file is damaged)", path);
+				     "%s/%s: size or checksum mismatch (the file is damaged)", dir,
+				     SNAPSHOT_STATE);
 	}
 	*st = malloc(sizeof(**st));
 	char why[200] = "out of memory";
@@ -394,18 +460,30 @@ int snapshot_open_dir(const char *dir, struct snapshot_state **st, int *memory_f
 		free(state);
 		snapshot_state_free(*st);
 		*st = NULL;
-		return snapshot_fail(err, errlen, "%s: %s", path, why);
+		return snapshot_fail(err, errlen, "%s/%s: %s", dir, SNAPSHOT_STATE, why);
 	}
 	free(state);
 	if ((*st)->config.memory_bytes != h.memory_bytes) {
 		snapshot_state_free(*st);
 		*st = NULL;
-		return snapshot_fail(err, errlen, "%s: memory size differs from the header", path);
+		return snapshot_fail(err, errlen, "%s/%s: memory size differs from the header", dir,
+				     SNAPSHOT_STATE);
 	}
-	if (open_memory(dir, &h, memory_fd, err, errlen)) {
+	if (open_memory(dfd, dir, &h, memory_fd, err, errlen)) {
 		snapshot_state_free(*st);
 		*st = NULL;
 		return -1;
 	}
 	return 0;
+}
+
+int snapshot_open_dir(const char *dir, struct snapshot_state **st, int *memory_fd, char *err,
+		      size_t errlen)
+{
+	int dfd = open_snapshot_dir(dir, err, errlen);
+	if (dfd < 0)
+		return -1;
+	int rc = open_dir_files(dfd, dir, st, memory_fd, err, errlen);
+	close(dfd); /* no directory descriptor outlives the set-up */
+	return rc;
 }

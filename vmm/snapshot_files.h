@@ -10,7 +10,7 @@
 #include "vmm/base/guest_mem.h"
 
 #define SNAPSHOT_FORMAT_NAME "minivmm-snapshot"
-#define SNAPSHOT_VERSION     1
+#define SNAPSHOT_VERSION     2
 #define SNAPSHOT_HEADER	     "snapshot.json"
 #define SNAPSHOT_STATE	     "state.bin"
 #define SNAPSHOT_MEMORY	     "memory"

@@ -55,7 +55,7 @@ struct snapshot_config {
 /* One virtio device: how to create it again, and its state. */
 struct snapshot_device {
 	char flag[SNAPSHOT_FLAG_MAX]; /* "rng": the command-line flag, NUL-terminated */
-	char spec[SNAPSHOT_SPEC_MAX]; /* its options as given, NUL-terminated */
+	char spec[SNAPSHOT_SPEC_MAX]; /* its options but the host ones, NUL-terminated */
 	uint32_t transport;	      /* enum virtio_transport_kind */
 	uint32_t pad;
 	uint64_t disk_sectors; /* --disk: the image's size then, checked at restore */

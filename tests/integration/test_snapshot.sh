@@ -5,8 +5,10 @@
 # disk (a block written and read back on every line, all checked at the end) serve on after it; each restored guest carries on exactly where the original
 # stopped (every counter value once across the two consoles, one RAM checksum, no second boot)
 # and passes. On a PVM host the restored vCPUs still run natively (cs RPL 3, the APs' count rate).
+# The snapshot names no host file: the disk's image is given again with --backend.
 # Refusals, each one line and exit status 2: a missing directory, a directory that is not a
-# snapshot, another format version, a flipped byte in the state, a truncated memory file, a disk image of another size;
+# snapshot, another format version, a flipped byte in the state, a truncated memory file, one
+# that others may write, a disk without --backend, a disk image of another size;
 # machine flags with --restore. (--balloon and --net: test_snapshot_devices.sh.)
 source "$(dirname "$0")/lib.sh"
 need_kvm
@@ -61,13 +63,16 @@ check_restored() {
 	fi
 }
 
-run_vmm r1 120 --restore "$snap"
+# A snapshot names no host resource: the disk's image comes from the restore's --backend.
+grep -qF "$disk" "$snap/state.bin" && fail "state.bin names the disk's image"
+expect_usage_error no-backend 'device 2 is a --disk: give what it uses on the host with --backend 2:OPTIONS' --restore "$snap"
+run_vmm r1 120 --restore "$snap" --backend "2:path=$disk"
 check_restored r1
 expect_line r1 err '^minivmm: restored .* \(64 MiB, 2 vCPUs\) in [0-9.]+ ms$'
 grep '^minivmm: restored' "$TEST_TMP/r1.err"
 
 # The same snapshot again, paused until the socket resumes it.
-run_vmm_bg r2 --restore "$snap" --paused --api-sock "$sock"
+run_vmm_bg r2 --restore "$snap" --backend "2:path=$disk" --paused --api-sock "$sock"
 wait_line r2 err '^minivmm: restored .*; paused$'
 out=$("$MINIVMM" ctl --sock "$sock" status)
 grep -q '"state":"paused"' <<<"$out" || fail "--paused: not paused: $out"
@@ -79,15 +84,17 @@ check_restored r2
 mkdir "$TEST_TMP/empty"
 expect_usage_error missing 'No such file or directory' --restore "$TEST_TMP/nothing"
 expect_usage_error not-snapshot 'is not a minivmm snapshot' --restore "$TEST_TMP/empty"
-cp -r "$snap" "$TEST_TMP/v2" && sed -i 's/"version":1/"version":2/' "$TEST_TMP/v2/snapshot.json"
-expect_usage_error version 'snapshot format version 2, this minivmm reads version 1' --restore "$TEST_TMP/v2"
+cp -r "$snap" "$TEST_TMP/v1" && sed -i 's/"version":2/"version":1/' "$TEST_TMP/v1/snapshot.json"
+expect_usage_error version 'snapshot format version 1, this minivmm reads version 2' --restore "$TEST_TMP/v1"
 cp -r "$snap" "$TEST_TMP/flip" && printf '\377' | dd of="$TEST_TMP/flip/state.bin" bs=1 seek=300 conv=notrunc 2>/dev/null
 expect_usage_error flipped 'checksum mismatch' --restore "$TEST_TMP/flip"
 cp -r "$snap" "$TEST_TMP/short" && truncate -s 32M "$TEST_TMP/short/memory"
 expect_usage_error truncated 'truncated' --restore "$TEST_TMP/short"
+cp -r "$snap" "$TEST_TMP/ww" && chmod o+w "$TEST_TMP/ww/memory"
+expect_usage_error others-write 'memory: writable by its group or others' --restore "$TEST_TMP/ww" --backend "2:path=$disk"
 expect_usage_error machine-flag '--cpus cannot be used with --restore' --restore "$snap" --cpus 2
 expect_usage_error paused-alone '--paused is for --restore only' --kernel "$FW/probe.elf" --paused
 truncate -s 32M "$disk"
-expect_usage_error disk-size 'the image has 65536 sectors, the snapshot 32768' --restore "$snap"
+expect_usage_error disk-size 'the image has 65536 sectors, the snapshot 32768' --restore "$snap" --backend "2:path=$disk"
 
 echo "PASS"

@@ -6,10 +6,10 @@
 # inflates the restored guest's balloon and balloon-set 0 deflates it (the probe passes).
 # Net: the probe serves ping and UDP echo (test=serve) on a tap in a namespace made here; saved
 # after an echo, killed and restored, the guest answers again: over mmio on the same tap, over
-# pci on another tap (the first one deleted) named with --net-backend 0:tap=NAME; and on the
-# user-mode backend, whose restore is a fresh libslirp stack (the port forward comes back from
-# the saved options). Refusals: --net-backend for a device that does not exist or is not a
-# --net, an option that is not a backend one.
+# pci on another tap (the first one deleted), each named with --backend 0:tap=NAME (a snapshot
+# names no tap); and on the user-mode backend, whose restore is a fresh libslirp stack (the port
+# forward given again with --backend). Refusals: a --net without --backend, --backend for a
+# device that does not exist or uses nothing on the host, an option that is not a host one.
 source "$(dirname "$0")/lib.sh"
 need_kvm
 source "$(dirname "$0")/netns.sh"
@@ -88,14 +88,14 @@ for transport in mmio pci; do
 	wait_line "$name" out '^probe: serve ready'
 	echoes "$name" 10.0.2.15 9000
 	snapshot_and_kill "$name" "$TEST_TMP/snap-$name"
-	override=()
+	override=(--backend 0:tap=mvt0)
 	if [ $transport = pci ]; then
 		# The host changed: the tap has another name (the same address and MAC).
 		mac=$(ip -n "$NS" -o link show mvt0 | grep -o 'link/ether [0-9a-f:]*' | cut -d' ' -f2)
 		ip -n "$NS" link del mvt0 || fail "cannot delete mvt0"
 		netns_tap "$NS" mvt2 10.0.2.1/24
 		ip -n "$NS" link set mvt2 address "$mac" || fail "cannot set mvt2's MAC"
-		override=(--net-backend 0:tap=mvt2)
+		override=(--backend 0:tap=mvt2)
 	fi
 	sock=$TEST_TMP/r-$name.sock
 	run_vmm_bg "r-$name" --restore "$TEST_TMP/snap-$name" "${override[@]}" --api-sock "$sock"
@@ -108,7 +108,7 @@ for transport in mmio pci; do
 	wait_vmm "r-$name" 30
 done
 
-# The user-mode backend: a fresh libslirp stack, the port forward from the saved options.
+# The user-mode backend: a fresh libslirp stack, the port forward given again.
 port=$((20000 + $$ % 20000))
 sock=$TEST_TMP/user.sock
 run_vmm_bg user --kernel "$FW/probe.elf" --net "user,hostfwd=udp::$port-:9000" \
@@ -117,7 +117,9 @@ wait_line user out '^probe: serve ready'
 echoes user 127.0.0.1 "$port"
 snapshot_and_kill user "$TEST_TMP/snap-user"
 sock=$TEST_TMP/r-user.sock
-run_vmm_bg r-user --restore "$TEST_TMP/snap-user" --api-sock "$sock"
+grep -q "hostfwd" "$TEST_TMP/snap-user/state.bin" && fail "state.bin names the port forward"
+run_vmm_bg r-user --restore "$TEST_TMP/snap-user" --backend "0:user,hostfwd=udp::$port-:9000" \
+	--api-sock "$sock"
 wait_line r-user err '^minivmm: restored '
 echoes r-user 127.0.0.1 "$port"
 ctl shutdown >/dev/null
@@ -125,10 +127,12 @@ wait_vmm r-user 30
 
 # Bad overrides: one line, exit status 2, nothing started.
 VMM_WRAPPER=()
-expect_usage_error no-device '--net-backend 1: the snapshot has 1 devices' \
-	--restore "$TEST_TMP/snap-user" --net-backend 1:tap=mvt0
-expect_usage_error not-net 'the device is a --balloon, not a --net' \
-	--restore "$TEST_TMP/snap-balloon-pci" --net-backend 0:tap=mvt0
-expect_usage_error not-backend "'mac' is not a backend option" \
-	--restore "$TEST_TMP/snap-user" --net-backend 0:mac=52:54:00:12:34:56
+expect_usage_error no-backend 'device 0 is a --net: give what it uses on the host with --backend 0:OPTIONS' \
+	--restore "$TEST_TMP/snap-user"
+expect_usage_error no-device '--backend 1: the snapshot has 1 devices' \
+	--restore "$TEST_TMP/snap-user" --backend 0:user --backend 1:tap=mvt0
+expect_usage_error not-net 'device 0 is a --balloon, which uses nothing on the host' \
+	--restore "$TEST_TMP/snap-balloon-pci" --backend 0:tap=mvt0
+expect_usage_error not-backend "'mac' is not a host option of a --net" \
+	--restore "$TEST_TMP/snap-user" --backend 0:user,mac=52:54:00:12:34:56
 echo "PASS"

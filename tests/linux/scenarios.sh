@@ -394,10 +394,13 @@ restored_ok() {
 		fail "$1: a restored rng device stopped serving: $(grep -m1 -v 'rng_bytes=8192' "$W/$1.out")"
 }
 
-# bad_restore NAME PATTERN DIR: --restore DIR is refused, status 2, one line naming PATTERN.
+# bad_restore NAME PATTERN DIR [ARGS...]: --restore DIR [ARGS] is refused, status 2, one line
+# naming PATTERN.
 bad_restore() {
-	local rc=0
-	minivmm --restore "$3" >"$W/$1.out" 2>"$W/$1.err" || rc=$?
+	local rc=0 name=$1 pattern=$2
+	shift 2
+	minivmm --restore "$@" >"$W/$name.out" 2>"$W/$name.err" || rc=$?
+	set -- "$name" "$pattern"
 	echo $rc >"$W/$1.rc"
 	expect_status "$1" 2
 	[ "$(wc -l <"$W/$1.err")" = 1 ] && grep -q -- "$2" "$W/$1.err" ||
@@ -432,13 +435,14 @@ sc_snapshot() {
 	[ -f $W/snap/snapshot.json ] || { fail "no snapshot written: $(cat $W/ctl.log)"; return 1; }
 	echo "snapshot: $(du -k $W/snap/memory | cut -f1) KiB of memory on disk for 32 MiB RAM, state $(wc -c <$W/snap/state.bin) bytes, saved at counter $(counters orig | awk '{print $NF}')"
 	local rc=0
-	timeout -s KILL 120 minivmm --restore $W/snap </dev/null >$W/r1.out 2>$W/r1.err || rc=$?
+	! grep -qF $W/disk.img $W/snap/state.bin || fail "state.bin names the disk's image"
+	timeout -s KILL 120 minivmm --restore $W/snap --backend 2:path=$W/disk.img </dev/null >$W/r1.out 2>$W/r1.err || rc=$?
 	echo $rc >$W/r1.rc
 	restored_ok r1
 	grep 'restored' $W/r1.err
 	(
 		rc=0
-		timeout -s KILL 120 minivmm --restore $W/snap --paused --api-sock $W/api2.sock \
+		timeout -s KILL 120 minivmm --restore $W/snap --backend 2:path=$W/disk.img --paused --api-sock $W/api2.sock \
 			</dev/null >$W/r2.out 2>$W/r2.err || rc=$?
 		echo $rc >$W/r2.rc
 	) &
@@ -454,21 +458,22 @@ sc_snapshot() {
 	wait $job
 	restored_ok r2
 	rc=0
-	timeout -s KILL 120 minivmm --restore $W/snap2 </dev/null >$W/r3.out 2>$W/r3.err || rc=$?
+	timeout -s KILL 120 minivmm --restore $W/snap2 --backend 2:path=$W/disk.img </dev/null >$W/r3.out 2>$W/r3.err || rc=$?
 	echo $rc >$W/r3.rc
 	restored_ok r3
 	mkdir $W/empty
 	bad_restore missing 'No such file' $W/nothing
 	bad_restore notsnap 'not a minivmm snapshot' $W/empty
-	cp -r $W/snap $W/v2 && sed -i 's/"version":1/"version":2/' $W/v2/snapshot.json
-	bad_restore version 'version 2' $W/v2
+	cp -r $W/snap $W/v1 && sed -i 's/"version":2/"version":1/' $W/v1/snapshot.json
+	bad_restore version 'version 1' $W/v1
 	cp -r $W/snap $W/flip && printf '\377' | dd of=$W/flip/state.bin bs=1 seek=200 conv=notrunc 2>/dev/null
 	bad_restore flipped 'checksum' $W/flip
-	rm -rf $W/v2 $W/flip
+	rm -rf $W/v1 $W/flip
 	cp -r $W/snap $W/short && truncate -s 16M $W/short/memory
 	bad_restore truncated 'truncated' $W/short
 	truncate -s 32M $W/disk.img
-	bad_restore disk-size 'the image has 65536 sectors, the snapshot 32768' $W/snap
+	bad_restore no-backend 'device 2 is a --disk: give what it uses on the host with --backend 2:' $W/snap
+	bad_restore disk-size 'the image has 65536 sectors, the snapshot 32768' $W/snap --backend 2:path=$W/disk.img
 	[ ! -f $W/.failed ]
 }
 
@@ -487,7 +492,7 @@ answer() {
 # Snapshot and restore (issue 21) of the user-mode backend: the probe's UDP echo service behind
 # a hostfwd rule answers first-byte's datagrams (as bench-snapshot.sh --net times them) booted
 # cold, and restored, twice from one snapshot: each restore a fresh libslirp stack with the
-# forward from the saved options.
+# forward given again with --backend (a snapshot names none).
 sc_snapshot_user() {
 	local net=user,hostfwd=udp:127.0.0.1:7001-:7000 r
 	local guest="test=serve net.ip=10.0.2.15/24 net.peer=10.0.2.2 net.port=7000"
@@ -496,7 +501,7 @@ sc_snapshot_user() {
 	wait_out u '^probe: serve ready' 60 || return 1
 	save_and_kill u $W/u.sock $W/snap-u || return 1
 	for r in r1 r2; do
-		answer $r --restore $W/snap-u || return 1
+		answer $r --restore $W/snap-u --backend 0:$net || return 1
 		grep -q 'restored' $W/$r.err || fail "$r: no restore reported: $(cat $W/$r.err)"
 		! grep -q 'minivmm probe v1' $W/$r.out || fail "$r: the restored guest booted again"
 	done
@@ -566,7 +571,7 @@ json_num() { sed -n "s/.*\"$2\":\([0-9]*\).*/\1/p" "$1"; }
 # restored guest's balloon, balloon-set 0 deflates it and the probe passes. Net: the probe
 # answers ping (test=serve) on a tap; saved, killed, restored, it answers again: over mmio on
 # the same tap, over pci on another tap (mvt0 deleted, mvt1 with its address and MAC) given
-# with --net-backend 0:tap=mvt1.
+# with --backend 0:tap=mvt1 (the first with --backend 0:tap=mvt0: a snapshot names no tap).
 snapshot_devices() {
 	local t=$1 i=0
 	probe_bg b-$t --kernel /probe/probe.elf --memory 64M --balloon,transport=$t \
@@ -593,13 +598,13 @@ snapshot_devices() {
 	wait_out n-$t '^probe: serve ready' 60 || return 1
 	ping -c 3 -W 2 10.0.2.15 >$W/n-$t.ping 2>&1 || fail "n-$t: no ping answer: $(cat $W/n-$t.ping)"
 	save_and_kill n-$t $W/n-$t.sock $W/snap-n-$t || return 1
-	local backend=""
+	local backend="--backend 0:tap=mvt0"
 	if [ $t = pci ]; then
 		local mac=$(cat /sys/class/net/mvt0/address)
 		untaps mvt0
 		taps mvt1 || return 1
 		ip link set dev mvt1 address "$mac" || fail "cannot give mvt1 the MAC $mac"
-		backend="--net-backend 0:tap=mvt1"
+		backend="--backend 0:tap=mvt1"
 	fi
 	probe_bg rn-$t --restore $W/snap-n-$t $backend --api-sock $W/rn-$t.sock
 	i=0
@@ -679,7 +684,8 @@ sc_snapshot_linux() {
 	kill -KILL "$VMM_PID"
 	wait "$VMM_JOB"
 	echo "snapshot: $(du -k $W/snap/memory | cut -f1) KiB of memory on disk for 512 MiB RAM; $(grep -o 'snapshot written.*' $W/snapshot.err)"
-	l2_restore restored $W/snap --api-sock $W/restored.sock || return 1
+	l2_restore restored $W/snap --backend 2:path=$W/disk.img --backend 3:tap=mvt0 \
+		--api-sock $W/restored.sock || return 1
 	grep 'restored' $W/restored.err
 
 	# The shell answers, and the clocks carry on from the save.

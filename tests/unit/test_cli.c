@@ -169,12 +169,12 @@ Test(cli_parse, rejects_bad_command_lines)
 	    {5, {"minivmm", "--kernel", "k", "--console", "file=x,max-size="}, "invalid size"},
 	    {5, {"minivmm", "--kernel", "k", "--pin", "1=0"}, "vCPU 1"},
 	    {4, {"minivmm", "--kernel", "k", "extra"}, "unexpected argument"},
-	    {5, {"minivmm", "--kernel", "k", "--net-backend", "0:tap=x"}, "for --restore only"},
-	    {5, {"minivmm", "--restore", "d", "--net-backend", "16:tap=x"}, "INDEX 0 to 15"},
-	    {5, {"minivmm", "--restore", "d", "--net-backend", "0tap=x"}, "expected INDEX"},
-	    {5, {"minivmm", "--restore", "d", "--net-backend", "-1:user"}, "expected INDEX"},
-	    {5, {"minivmm", "--restore", "d", "--net-backend", "1:"}, "expected INDEX"},
-	    {5, {"minivmm", "--restore", "d", "--net-backend", ":user"}, "expected INDEX"},
+	    {5, {"minivmm", "--kernel", "k", "--backend", "0:tap=x"}, "for --restore only"},
+	    {5, {"minivmm", "--restore", "d", "--backend", "16:tap=x"}, "INDEX 0 to 15"},
+	    {5, {"minivmm", "--restore", "d", "--backend", "0tap=x"}, "expected INDEX"},
+	    {5, {"minivmm", "--restore", "d", "--backend", "-1:user"}, "expected INDEX"},
+	    {5, {"minivmm", "--restore", "d", "--backend", "1:"}, "expected INDEX"},
+	    {5, {"minivmm", "--restore", "d", "--backend", ":user"}, "expected INDEX"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct vm_config cfg;
@@ -188,17 +188,17 @@ Test(cli_parse, rejects_bad_command_lines)
 	}
 }
 
-/* --net-backend INDEX:SPEC: kept for the restore (snapshot.c checks SPEC), once per device. */
-Test(cli_parse, net_backend_with_restore)
+/* --backend INDEX:SPEC: kept for the restore (snapshot.c checks SPEC), once per device. */
+Test(cli_parse, backend_with_restore)
 {
 	struct vm_config cfg;
-	char *ok[] = {"minivmm", "--restore", "d", "--net-backend", "2:tap=mv1"};
+	char *ok[] = {"minivmm", "--restore", "d", "--backend", "2:tap=mv1"};
 	cr_assert_eq(parse(&cfg, 5, ok), CLI_RUN, "%s", err);
-	cr_assert_str_eq(cfg.net_backend[2], "tap=mv1");
-	cr_assert_null(cfg.net_backend[0]);
+	cr_assert_str_eq(cfg.backend[2], "tap=mv1");
+	cr_assert_null(cfg.backend[0]);
 	cli_free_config(&cfg);
-	char *twice[] = {"minivmm",   "--restore",     "d",	"--net-backend",
-			 "2:tap=mv1", "--net-backend", "2:user"};
+	char *twice[] = {"minivmm",   "--restore", "d",	    "--backend",
+			 "2:tap=mv1", "--backend", "2:user"};
 	cr_assert_eq(parse(&cfg, 7, twice), CLI_ERROR);
 	cr_assert(strstr(err, "given twice"), "%s", err);
 }

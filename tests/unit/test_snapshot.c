@@ -87,6 +87,7 @@ static void teardown(void)
 static void write_snapshot(void)
 {
 	int fds[SNAPSHOT_NR_FILES];
+	snapshot_remove_files(dir);
 	cr_assert_eq(snapshot_create_files(dir, fds, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(snapshot_write_files(fds, st, &mem, err, sizeof(err)), 0, "%s", err);
 	for (int i = 0; i < SNAPSHOT_NR_FILES; i++)
@@ -383,11 +384,11 @@ Test(snapshot, version_mismatch)
 	size_t n = fread(text, 1, sizeof(text) - 1, f);
 	fclose(f);
 	text[n] = '\0';
-	char *v = strstr(text, "\"version\":1");
+	char *v = strstr(text, "\"version\":2");
 	cr_assert_not_null(v);
-	v[10] = '2';
+	v[10] = '1'; /* version 1 named host files: refused */
 	rewrite_header(text);
-	expect_refused("snapshot format version 2, this minivmm reads version 1");
+	expect_refused("snapshot format version 1, this minivmm reads version 2");
 }
 
 Test(snapshot, flipped_byte_in_state)
@@ -446,6 +447,62 @@ Test(snapshot, missing_memory_or_state)
 	file_path(p, sizeof(p), SNAPSHOT_STATE);
 	cr_assert_eq(unlink(p), 0);
 	expect_refused("state.bin: No such file");
+}
+
+/* Nobody but the user restoring (or root) may have made or changed what the VM is made of: the
+ * directory and each file owned by them, writable by no one else, and no symbolic link. */
+Test(snapshot, files_owned_by_others_or_writable_by_others_are_refused)
+{
+	write_snapshot();
+	char p[256], copy[256];
+	cr_assert_eq(load(), 0, "%s", err);
+	file_path(p, sizeof(p), SNAPSHOT_MEMORY);
+	cr_assert_eq(chmod(p, 0602), 0);
+	expect_refused("memory: writable by its group or others (mode 0602)");
+	cr_assert_eq(chmod(p, 0600), 0);
+	cr_assert_eq(chown(p, 65534, 65534), 0);
+	expect_refused("memory: owned by uid 65534, not by you (uid 0) or root");
+	cr_assert_eq(chown(p, 0, 0), 0);
+	cr_assert_eq(chmod(dir, 0770), 0);
+	expect_refused("snap: writable by its group or others (mode 0770)");
+	cr_assert_eq(chmod(dir, 0700), 0);
+	file_path(p, sizeof(p), SNAPSHOT_STATE);
+	snprintf(copy, sizeof(copy), "%s/state-copy", tmp);
+	cr_assert_eq(rename(p, copy), 0);
+	cr_assert_eq(symlink(copy, p), 0);
+	expect_refused("state.bin: a symbolic link: refused");
+	cr_assert_eq(unlink(p), 0);
+	cr_assert_eq(rename(copy, p), 0);
+	cr_assert_eq(load(), 0, "%s", err);
+}
+
+/* A restored VM's untouched pages are its memory file's: once that file has shrunk, a snapshot
+ * of the VM fails instead of saving zeros for them. */
+Test(snapshot, memory_file_shrunk_under_a_restored_vm_fails_the_next_snapshot)
+{
+	write_snapshot();
+	char p[256], again[160];
+	file_path(p, sizeof(p), SNAPSHOT_MEMORY);
+	int fd = open(p, O_RDWR);
+	cr_assert_geq(fd, 0);
+	struct guest_mem restored;
+	cr_assert_eq(guest_mem_init_file(&restored, MEM, fd), 0);
+	int fds[SNAPSHOT_NR_FILES];
+	snprintf(again, sizeof(again), "%s/again", tmp);
+	cr_assert_eq(snapshot_create_files(again, fds, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(snapshot_write_files(fds, st, &restored, err, sizeof(err)), 0, "%s", err);
+	for (int i = 0; i < SNAPSHOT_NR_FILES; i++)
+		close(fds[i]);
+	snapshot_remove_files(again);
+	cr_assert_eq(ftruncate(fd, MEM / 4), 0);
+	cr_assert_eq(snapshot_create_files(again, fds, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(snapshot_write_files(fds, st, &restored, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "the memory file this VM was restored from is shorter than its RAM"),
+		  "%s", err);
+	for (int i = 0; i < SNAPSHOT_NR_FILES; i++)
+		close(fds[i]);
+	guest_mem_destroy(&restored);
+	close(fd);
 }
 
 /* ---- the state parser ---- */
@@ -963,7 +1020,7 @@ static int restore_open(struct vm_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->restore_dir = dir;
-	memcpy(cfg->net_backend, backend_override, sizeof(backend_override));
+	memcpy(cfg->backend, backend_override, sizeof(backend_override));
 	log_capture_clear();
 	snapshot_state_free(back);
 	back = snapshot_restore_open(cfg);
@@ -1020,87 +1077,105 @@ Test(snapshot, balloon_through_the_files_and_restore_open)
 	cli_free_config(&cfg);
 }
 
-/* A net device comes back on the tap it names; --net-backend swaps only the backend. */
-Test(snapshot, restore_reopens_net_by_its_options_or_the_override)
-{
-	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
-	add_net(1, "tap=mvt0,mac=52:54:00:12:34:99,transport=mmio,tx=timer");
-	st->devices[1].transport = TRANSPORT_MMIO;
-	write_snapshot();
-	struct vm_config cfg;
-	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
-	cr_assert_eq(cfg.nr_devices, 2);
-	cr_assert_str_eq(cfg.devices[1].spec,
-			 "tap=mvt0,mac=52:54:00:12:34:99,transport=mmio,tx=timer");
-	close(cfg.memory_fd);
-	cli_free_config(&cfg);
-	backend_override[1] = "tap=mvt9";
-	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
-	cr_assert_str_eq(cfg.devices[1].spec,
-			 "mac=52:54:00:12:34:99,transport=mmio,tx=timer,tap=mvt9");
-	cr_assert_eq(cfg.devices[1].transport, TRANSPORT_MMIO);
-	close(cfg.memory_fd);
-	cli_free_config(&cfg);
-	backend_override[1] = "user,hostfwd=udp::5555-:7";
-	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
-	cr_assert_str_eq(cfg.devices[1].spec,
-			 "mac=52:54:00:12:34:99,transport=mmio,tx=timer,user,hostfwd=udp::5555-:7");
-	close(cfg.memory_fd);
-	cli_free_config(&cfg);
-	backend_override[1] = NULL;
-}
-
-/* tx-uring= and rx-uring= belong to the tap backend: a device saved with them comes back with
- * them, and one moved to user-mode networking by --net-backend loses them instead of being
- * refused. */
-Test(snapshot, restore_moves_a_tx_uring_tap_to_another_backend)
-{
-	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
-	add_net(1, "tap=mvt0,tx-uring=on,rx-uring=on,mac=52:54:00:12:34:99");
-	write_snapshot();
-	struct vm_config cfg;
-	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
-	cr_assert_str_eq(cfg.devices[1].spec,
-			 "tap=mvt0,tx-uring=on,rx-uring=on,mac=52:54:00:12:34:99");
-	close(cfg.memory_fd);
-	cli_free_config(&cfg);
-	backend_override[1] = "user";
-	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
-	cr_assert_str_eq(cfg.devices[1].spec, "mac=52:54:00:12:34:99,user");
-	close(cfg.memory_fd);
-	cli_free_config(&cfg);
-	backend_override[1] = "tap=mvt9,tx-uring=on,rx-uring=on";
-	cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
-	cr_assert_str_eq(cfg.devices[1].spec,
-			 "mac=52:54:00:12:34:99,tap=mvt9,tx-uring=on,rx-uring=on");
-	close(cfg.memory_fd);
-	cli_free_config(&cfg);
-	backend_override[1] = NULL;
-}
-
-/* expect_override_refused: --net-backend INDEX:SPEC refused with a line naming why. */
-static void expect_override_refused(int index, const char *spec, const char *why)
+/* expect_restore_refused: --restore with backend_override refused, one line naming why, with
+ * only the devices before the refused one created (nothing of it opened). */
+static void expect_restore_refused(int created, const char *why)
 {
 	struct vm_config cfg;
-	backend_override[index] = spec;
-	cr_assert_eq(restore_open(&cfg), -1, "--net-backend %d:%s accepted", index, spec);
-	backend_override[index] = NULL;
+	cr_assert_eq(restore_open(&cfg), -1, "restored; expected a refusal naming '%s'", why);
+	cr_assert_eq(cfg.nr_devices, created, "%d devices created", cfg.nr_devices);
 	char *log = log_captured();
 	cr_assert(strstr(log, why), "'%s' does not name '%s'", log, why);
+	cr_assert_eq(strchr(log, '\n'), log + strlen(log) - 1, "one line: %s", log);
 	free(log);
 	cli_free_config(&cfg);
 }
 
-Test(snapshot, restore_refuses_bad_backend_overrides)
+/* A snapshot carries no authority over the host: a crafted one naming an image, a tap or a host
+ * port is refused before anything is opened, whatever --backend says. */
+Test(snapshot, restore_refuses_a_snapshot_naming_host_resources)
+{
+	char victim[160];
+	snprintf(victim, sizeof(victim), "%s/victim.img", tmp);
+	cr_assert_eq(close(open(victim, O_CREAT | O_WRONLY, 0600)), 0);
+	cr_assert_eq(truncate(victim, 4 << 20), 0);
+	st->config.nr_devices = 1;
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "disk");
+	snprintf(st->devices[0].spec, sizeof(st->devices[0].spec), "path=%s", victim);
+	st->devices[0].disk_sectors = 8192;
+	write_snapshot();
+	expect_restore_refused(0, "device 0 (--disk): the snapshot names host resources (path=");
+	backend_override[0] = "readonly=on";
+	expect_restore_refused(0, "device 0 (--disk): the snapshot names host resources (path=");
+	backend_override[0] = NULL;
+	add_net(0, "mac=52:54:00:12:34:99,user,hostfwd=tcp::22-:22");
+	write_snapshot();
+	backend_override[0] = "tap=mvt9";
+	expect_restore_refused(0, "names host resources (user,hostfwd=tcp::22-:22)");
+	backend_override[0] = NULL;
+}
+
+/* A net device's backend and a disk's image come from --backend, the rest from the snapshot. */
+Test(snapshot, restore_takes_host_resources_from_backend)
+{
+	char image[160];
+	snprintf(image, sizeof(image), "%s/disk.img", tmp);
+	cr_assert_eq(close(open(image, O_CREAT | O_WRONLY, 0600)), 0);
+	cr_assert_eq(truncate(image, 1 << 20), 0);
+	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "disk");
+	snprintf(st->devices[0].spec, sizeof(st->devices[0].spec), "serial=abc");
+	st->devices[0].disk_sectors = 2048;
+	add_net(1, "mac=52:54:00:12:34:99,transport=mmio,tx=timer");
+	st->devices[1].transport = TRANSPORT_MMIO;
+	write_snapshot();
+	expect_restore_refused(0,
+			       "device 0 is a --disk: give what it uses on the host with --backend "
+			       "0:OPTIONS (path=, readonly=, cache=; a snapshot names none)");
+	char disk_backend[200];
+	snprintf(disk_backend, sizeof(disk_backend), "path=%s,cache=writeback", image);
+	backend_override[0] = disk_backend;
+	expect_restore_refused(1,
+			       "device 1 is a --net: give what it uses on the host with --backend "
+			       "1:OPTIONS (tap=, user, tx-uring=, rx-uring=, hostfwd=;");
+	struct vm_config cfg;
+	const char *nets[] = {"tap=mvt9", "user,hostfwd=udp::5555-:7", "tap=mvt9,tx-uring=on"};
+	for (size_t i = 0; i < sizeof(nets) / sizeof(nets[0]); i++) {
+		backend_override[1] = nets[i];
+		cr_assert_eq(restore_open(&cfg), 0, "%s", log_captured());
+		cr_assert_eq(cfg.nr_devices, 2);
+		char want[200];
+		snprintf(want, sizeof(want), "serial=abc,path=%s,cache=writeback", image);
+		cr_assert_str_eq(cfg.devices[0].spec, want);
+		snprintf(want, sizeof(want), "mac=52:54:00:12:34:99,transport=mmio,tx=timer,%s",
+			 nets[i]);
+		cr_assert_str_eq(cfg.devices[1].spec, want);
+		cr_assert_eq(cfg.devices[1].transport, TRANSPORT_MMIO);
+		close(cfg.memory_fd);
+		cli_free_config(&cfg);
+	}
+	backend_override[0] = backend_override[1] = NULL;
+}
+
+Test(snapshot, restore_refuses_bad_backends)
 {
 	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
-	add_net(1, "tap=mvt0");
+	add_net(1, "mac=52:54:00:12:34:99");
 	write_snapshot();
-	expect_override_refused(2, "tap=x", "--net-backend 2: the snapshot has 2 devices");
-	expect_override_refused(0, "tap=x", "the device is a --rng, not a --net");
-	expect_override_refused(1, "mac=52:54:00:12:34:56", "'mac' is not a backend option");
-	expect_override_refused(1, "tap=x,,", "--net-backend");
-	expect_override_refused(1, "tap=x,user", "exactly one backend");
+	backend_override[1] = "tap=x";
+	backend_override[2] = "tap=x";
+	expect_restore_refused(0, "--backend 2: the snapshot has 2 devices");
+	backend_override[2] = NULL;
+	backend_override[0] = "tap=x";
+	expect_restore_refused(0,
+			       "--backend 0: device 0 is a --rng, which uses nothing on the host");
+	backend_override[0] = NULL;
+	backend_override[1] = "tap=x,mac=52:54:00:12:34:56";
+	expect_restore_refused(1, "--backend 1: 'mac' is not a host option of a --net");
+	backend_override[1] = "tap=x,,";
+	expect_restore_refused(1, "--net: empty option");
+	backend_override[1] = "tap=x,user";
+	expect_restore_refused(1, "exactly one backend");
+	backend_override[1] = NULL;
 }
 
 /* A backend that offers less than the driver had accepted (a tap with fewer offloads) is

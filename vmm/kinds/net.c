@@ -138,12 +138,14 @@ static const struct option_choice tx_modes[] = {
 
 static const struct option_desc net_option_table[] = {
     {.key = "tap",
+     .host = true,
      .type = OPTION_STRING,
      OPTION_FIELD(struct net_options, tap),
      .min = 1,
      .arg = "NAME",
      .help = "a host tap device (opened, or created when permitted)"},
     {.key = "user",
+     .host = true,
      .type = OPTION_FLAG,
      OPTION_FIELD(struct net_options, user),
      .help = "user-mode networking (libslirp) instead of a tap device"},
@@ -181,11 +183,13 @@ static const struct option_desc net_option_table[] = {
 	     "sleeps, the guest's transmit kicks off meanwhile (default 50;\n"
 	     "0: off; with tx=timer: off)"},
     {.key = "tx-uring",
+     .host = true,
      .type = OPTION_BOOL,
      OPTION_FIELD(struct net_options, tx_uring),
      .help = "tap: hand each transmit batch (up to 64 frames) to the tap in one\n"
 	     "io_uring submission instead of a writev each (default off)"},
     {.key = "rx-uring",
+     .host = true,
      .type = OPTION_BOOL,
      OPTION_FIELD(struct net_options, rx_uring),
      .help = "tap: keep 64 reads of the tap in flight through io_uring and take\n"
@@ -195,6 +199,7 @@ static const struct option_desc net_option_table[] = {
      OPTION_FIELD(struct net_options, offload),
      .help = "checksum and segmentation offloads (default on)"},
     {.key = "hostfwd",
+     .host = true,
      .type = OPTION_CUSTOM,
      .parse = hostfwd_option,
      .arg = "tcp|udp:[ADDR]:HOSTPORT-:GUESTPORT",
