@@ -1077,6 +1077,40 @@ Test(snapshot, balloon_through_the_files_and_restore_open)
 	cli_free_config(&cfg);
 }
 
+/* What a snapshot saves of a device's options: everything but the host ones, whatever their
+ * order (device_spec_split, as snapshot_save calls it). */
+Test(snapshot, saved_options_leave_out_the_host_ones)
+{
+	char guest[256], host[256];
+	cr_assert_eq(
+	    device_spec_split(&virtio_blk_kind,
+			      "path=/x.img,serial=abc,readonly=on,transport=mmio,cache=none", guest,
+			      host, sizeof(guest), err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_str_eq(guest, "serial=abc,transport=mmio");
+	cr_assert_str_eq(host, "path=/x.img,readonly=on,cache=none");
+	cr_assert_eq(device_spec_split(&virtio_net_kind,
+				       "mac=52:54:00:12:34:99,user,hostfwd=tcp::2222-:22,tx=timer",
+				       guest, host, sizeof(guest), err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_str_eq(guest, "mac=52:54:00:12:34:99,tx=timer");
+	cr_assert_str_eq(host, "user,hostfwd=tcp::2222-:22");
+	cr_assert_eq(device_spec_split(&virtio_net_kind, "tap=t0,rx-uring=on,tx-uring=on", guest,
+				       host, sizeof(guest), err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_str_eq(guest, "");
+	cr_assert_str_eq(host, "tap=t0,rx-uring=on,tx-uring=on");
+	cr_assert_eq(device_spec_split(&virtio_rng_kind, "transport=pci", guest, host,
+				       sizeof(guest), err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_str_eq(guest, "transport=pci");
+	cr_assert_str_eq(host, "");
+	cr_assert_eq(device_spec_split(&virtio_blk_kind, "path=a,,serial=b", guest, host,
+				       sizeof(guest), err, sizeof(err)),
+		     -1);
+	cr_assert(strstr(err, "--disk: empty option"), "%s", err);
+}
+
 /* expect_restore_refused: --restore with backend_override refused, one line naming why, with
  * only the devices before the refused one created (nothing of it opened). */
 static void expect_restore_refused(int created, const char *why)
