@@ -58,6 +58,13 @@ struct api_client {
 struct api_server {
 	struct vm *vm;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	const char *name; /* path's last component, the socket's name in its directory */
+	/* The socket's directory, pinned before the socket is claimed: the stale socket's
+	 * removal, the bind and the removal at exit all happen in it, whatever a user who owns
+	 * a directory on the way renames meanwhile (swapping one for a symlink to a root-owned
+	 * directory). Kept here only when unreaped: no directory descriptor stays open under
+	 * the seccomp filters or in a jail (seccomp_rules.c, the stat family). */
+	int dir_fd;
 	/* Removes the socket's file at exit where no VMM thread can: under the seccomp filters or
 	 * in a jail. Otherwise the main thread unlinks it. */
 	struct sock_reaper reaper;
@@ -631,11 +638,38 @@ static void accept_event(void *opaque, uint32_t events)
 	}
 }
 
-/* A socket file at path: replace it if nobody listens, refuse otherwise. */
-static int claim_path(const char *path, const struct sockaddr_un *addr)
+/* Open path's directory (O_PATH: no permission on it needed beyond the lookup) and point
+ * s->name at path's last component; -1 (logged) if path names no file ("dir/", "..").
+ * (s->path is a copy of path.) */
+static int pin_dir(struct api_server *s, const char *path)
 {
+	const char *slash = strrchr(s->path, '/');
+	s->name = slash ? slash + 1 : s->path;
+	if (!*s->name || !strcmp(s->name, ".") || !strcmp(s->name, "..")) {
+		log_error("--api-sock %s: expected a file name after the last '/'", path);
+		return -1;
+	}
+	char dir[sizeof(s->path)] = ".";
+	if (slash) {
+		size_t len = slash == s->path ? 1 : (size_t)(slash - s->path);
+		memcpy(dir, s->path, len);
+		dir[len] = '\0';
+	}
+	s->dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s->dir_fd < 0) {
+		log_error("--api-sock %s: %s: %s", path, dir, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* A socket file of that name in s's directory (the working directory for now): replace it if
+ * nobody listens, refuse otherwise. */
+static int claim_name(const struct api_server *s, const struct sockaddr_un *addr)
+{
+	const char *path = s->path;
 	struct stat st;
-	if (lstat(path, &st) < 0)
+	if (fstatat(s->dir_fd, s->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT
 			   ? 0
 			   : (log_error("--api-sock %s: %s", path, strerror(errno)), -1);
@@ -660,7 +694,7 @@ static int claim_path(const char *path, const struct sockaddr_un *addr)
 		return -1;
 	}
 	log_info("control socket: replacing stale %s", path);
-	if (unlink(path) < 0 && errno != ENOENT) {
+	if (unlinkat(s->dir_fd, s->name, 0) < 0 && errno != ENOENT) {
 		log_error("--api-sock %s: cannot remove the stale socket: %s", path,
 			  strerror(errno));
 		return -1;
@@ -668,56 +702,88 @@ static int claim_path(const char *path, const struct sockaddr_un *addr)
 	return 0;
 }
 
-struct api_server *api_server_start(struct vm *vm, const char *path)
+/* Claim s->name in s's directory and bind s->fd to it. connect and bind take a path, not a
+ * directory descriptor: they are given the bare name with the working directory moved to the
+ * pinned one for the moment (no other thread resolves a relative path at set-up). */
+static int bind_in_dir(struct api_server *s)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
-	if (strlen(path) >= sizeof(addr.sun_path)) {
+	memcpy(addr.sun_path, s->name, strlen(s->name) + 1);
+	int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cwd < 0 || fchdir(s->dir_fd) < 0) {
+		log_error("--api-sock %s: cannot enter its directory: %s", s->path,
+			  strerror(errno));
+		if (cwd >= 0)
+			close(cwd);
+		return -1;
+	}
+	int rc = claim_name(s, &addr);
+	if (rc == 0) {
+		/* bind() creates the file with the umask applied: owner-only from its first
+		 * moment. (No other thread runs yet, so the process-wide umask change affects
+		 * nothing else.) */
+		mode_t old_umask = umask(0177);
+		rc = bind(s->fd, (struct sockaddr *)&addr, sizeof(addr));
+		int bind_errno = errno;
+		umask(old_umask);
+		if (rc < 0)
+			log_error("--api-sock %s: %s", s->path, strerror(bind_errno));
+	}
+	if (fchdir(cwd) < 0) {
+		log_error("--api-sock %s: cannot return to the working directory: %s", s->path,
+			  strerror(errno));
+		if (rc == 0)
+			unlinkat(s->dir_fd, s->name, 0);
+		rc = -1;
+	}
+	close(cwd);
+	return rc;
+}
+
+struct api_server *api_server_start(struct vm *vm, const char *path)
+{
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		log_error("--api-sock %s: path too long (at most %zu bytes)", path,
-			  sizeof(addr.sun_path) - 1);
+			  sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
 		return NULL;
 	}
-	memcpy(addr.sun_path, path, strlen(path) + 1);
-	if (claim_path(path, &addr))
-		return NULL;
 	struct api_server *s = calloc(1, sizeof(*s));
 	if (!s) {
 		log_error("out of memory");
 		return NULL;
 	}
 	s->vm = vm;
-	memcpy(s->path, addr.sun_path, sizeof(s->path));
+	memcpy(s->path, path, strlen(path) + 1);
 	s->euid = geteuid();
 	bottom_half_init(&s->reap_bh, reap_closed, s);
+	s->fd = s->spare_fd = s->dir_fd = -1;
+	if (pin_dir(s, path))
+		goto fail;
 	s->spare_fd = eventfd(0, EFD_CLOEXEC);
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->spare_fd < 0 || s->fd < 0) {
 		log_error("--api-sock %s: %s", path, strerror(errno));
 		goto fail;
 	}
-	/* bind() creates the file with the umask applied: owner-only from its first moment.
-	 * (No other thread runs yet, so the process-wide umask change affects nothing else.) */
-	mode_t old_umask = umask(0177);
-	int bound = bind(s->fd, (struct sockaddr *)&addr, sizeof(addr));
-	int bind_errno = errno;
-	umask(old_umask);
-	if (bound < 0) {
-		log_error("--api-sock %s: %s", path, strerror(bind_errno));
+	if (bind_in_dir(s))
 		goto fail;
-	}
 	if (listen(s->fd, 8) < 0) {
 		log_error("--api-sock %s: %s", path, strerror(errno));
-		unlink(path);
+		unlinkat(s->dir_fd, s->name, 0);
 		goto fail;
 	}
 	if (event_timer_init(&vm->loop, &s->timer, server_timer_fired, s) ||
 	    event_loop_add_fd(&vm->loop, &s->src, s->fd, EPOLLIN, accept_event, s)) {
 		event_timer_destroy(&vm->loop, &s->timer);
-		unlink(path);
+		unlinkat(s->dir_fd, s->name, 0);
 		goto fail;
 	}
 	s->reaped = vm->cfg->seccomp || vm->cfg->jail.enabled;
-	if (s->reaped)
-		sock_reaper_start(&s->reaper, s->path);
+	if (s->reaped) {
+		sock_reaper_start(&s->reaper, s->path, s->dir_fd, s->name);
+		close(s->dir_fd); /* the helper has its own */
+		s->dir_fd = -1;
+	}
 	log_info("control socket: %s", path);
 	return s;
 fail:
@@ -725,6 +791,8 @@ fail:
 		close(s->fd);
 	if (s->spare_fd >= 0)
 		close(s->spare_fd);
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
 	free(s);
 	return NULL;
 }
@@ -747,7 +815,10 @@ void api_server_stop(struct api_server *s)
 		close(s->spare_fd);
 	if (s->reaped)
 		sock_reaper_stop(&s->reaper);
-	else if (unlink(s->path) < 0)
-		log_warn("control socket %s left behind: %s", s->path, strerror(errno));
+	else {
+		if (unlinkat(s->dir_fd, s->name, 0) < 0)
+			log_warn("control socket %s left behind: %s", s->path, strerror(errno));
+		close(s->dir_fd);
+	}
 	free(s);
 }

@@ -2,7 +2,10 @@
  * call, a crash, SIGKILL), by a small helper process started before the sandbox: no VMM thread
  * may unlink once the seccomp filters are on (a filter cannot tell one path from another, so
  * allowing unlinkat would allow removing any file), and a jailed VMM keeps no descriptor of
- * the socket's directory outside the jail. */
+ * the socket's directory outside the jail. The helper holds that directory instead, pinned
+ * when the socket was bound, and removes the socket's name in it: no path is resolved at exit,
+ * so renaming a directory on the way (a user who owns one swapping it for a symlink to a
+ * root-owned directory) cannot turn the removal to a file elsewhere. */
 #ifndef MINIVMM_SOCK_REAPER_H
 #define MINIVMM_SOCK_REAPER_H
 
@@ -17,15 +20,17 @@ struct sock_reaper {
 	int done_fd;  /* readable (or at end of file) once the helper is done */
 };
 
-/* Start the helper for path, a socket already bound: it removes path when the VMM stops or
- * dies, if path is still that socket. Returns 0, or -1 (logged; the socket would be left). */
-int sock_reaper_start(struct sock_reaper *r, const char *path);
+/* Start the helper for the socket already bound as name in the directory dir_fd (an O_PATH
+ * descriptor, which the helper gets a copy of; path is for messages): it removes name from
+ * that directory when the VMM stops or dies, if name is still that socket. Returns 0, or -1
+ * (logged; the socket would be left). */
+int sock_reaper_start(struct sock_reaper *r, const char *path, int dir_fd, const char *name);
 
 /* Remove the socket now and wait until it is gone. Needs only close and read. */
 void sock_reaper_stop(struct sock_reaper *r);
 
-/* The helper: minivmm SOCK_REAPER_ARG PATH, with the VMM's alive pipe on fd 3 and its done
- * pipe on fd 4. Returns the exit status. */
+/* The helper: minivmm SOCK_REAPER_ARG PATH NAME, with the VMM's alive pipe on fd 3, its done
+ * pipe on fd 4 and the socket's directory on fd 5. Returns the exit status. */
 int sock_reaper_main(int argc, char **argv);
 
 #endif

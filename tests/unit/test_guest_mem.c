@@ -1,8 +1,14 @@
-/* Guest RAM's mapping (vmm/base/guest_mem.c): which parts may use transparent huge pages. */
+/* Guest RAM's mapping (vmm/base/guest_mem.c): which parts may use transparent huge pages, and
+ * its pagemap descriptor, which must not show host physical addresses. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include "vmm/base/guest_mem.h"
 
@@ -65,4 +71,69 @@ Test(guest_mem, ram_within_the_low_pages_is_all_small)
 	cr_assert(vma_flags(mem.mapping, flags, sizeof(flags)));
 	cr_assert_not(has_flag(flags, "hg"), "%s", flags);
 	guest_mem_destroy(&mem);
+}
+
+/* ---- the pagemap descriptor: present and swapped bits, never page frame numbers ---- */
+
+#define PM_PRESENT  (1ULL << 63)
+#define PM_PFN_BITS ((1ULL << 55) - 1) /* bits 0-54 */
+
+static uint64_t pagemap_entry(int fd, const void *p)
+{
+	uint64_t e = 0;
+	off_t off = (off_t)((uintptr_t)p / 4096 * sizeof(e));
+	cr_assert_eq(pread(fd, &e, sizeof(e), off), (ssize_t)sizeof(e));
+	return e;
+}
+
+static bool sys_admin_effective(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+	cr_assert_eq(syscall(SYS_capget, &hdr, caps), 0);
+	return caps[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN);
+}
+
+/* A touched page of mem: present through its pagemap descriptor, with no frame number, where
+ * a descriptor this process opens itself does show one (root: CAP_SYS_ADMIN, as in CI). The
+ * capability, if the test had it before mem was set up (admin), is back in the effective set. */
+static void expect_present_without_pfn(struct guest_mem *mem, bool admin)
+{
+	cr_assert(!admin || sys_admin_effective(), "CAP_SYS_ADMIN was not put back");
+	uint8_t *page = mem->mapping + 5 * 4096;
+	*(volatile uint8_t *)page = 1;
+	int own = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(own, 0);
+	uint64_t shown = pagemap_entry(own, page);
+	close(own);
+	bool can_see = shown & PM_PFN_BITS;
+	uint64_t e = mem->pagemap_fd >= 0 ? pagemap_entry(mem->pagemap_fd, page) : 0;
+	int fd = mem->pagemap_fd;
+	guest_mem_destroy(mem);
+	if (!can_see)
+		cr_skip_test("this process is shown no page frame numbers: nothing to hide");
+	cr_assert_geq(fd, 0, "no pagemap descriptor");
+	cr_assert(e & PM_PRESENT, "a touched page is not present: %#llx", (unsigned long long)e);
+	cr_assert_eq(e & PM_PFN_BITS, 0, "the descriptor shows frame number %#llx",
+		     (unsigned long long)(e & PM_PFN_BITS));
+}
+
+Test(guest_mem, pagemap_shows_no_frame_numbers)
+{
+	bool admin = sys_admin_effective();
+	struct guest_mem mem;
+	cr_assert_eq(guest_mem_init(&mem, 16ULL << 20, false), 0);
+	expect_present_without_pfn(&mem, admin);
+}
+
+Test(guest_mem, restored_ram_pagemap_shows_no_frame_numbers)
+{
+	int fd = memfd_create("ram", MFD_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, 16 << 20), 0);
+	bool admin = sys_admin_effective();
+	struct guest_mem mem;
+	cr_assert_eq(guest_mem_init_file(&mem, 16ULL << 20, fd), 0);
+	close(fd);
+	expect_present_without_pfn(&mem, admin);
 }

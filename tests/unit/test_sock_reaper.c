@@ -1,7 +1,8 @@
 /* The control socket's remover (sock_reaper_main, run as a child with its two pipes on fds 3
- * and 4): nothing is removed while the VMM lives, the socket is removed once the VMM's end of
- * the pipe closes, a socket that replaced it meanwhile is left alone, and misuse removes
- * nothing. */
+ * and 4 and the socket's directory on fd 5): nothing is removed while the VMM lives, the
+ * socket is removed once the VMM's end of the pipe closes, a socket that replaced it meanwhile
+ * is left alone, misuse removes nothing, and a directory swapped for a symlink on the way to
+ * the socket cannot turn the removal elsewhere. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdbool.h>
@@ -15,9 +16,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dir_swap.h"
 #include "vmm/sock_reaper.h"
 
 static char path[64];
+static const char *name;
+static int dir_fd = -1; /* path's directory, as the VMM pins it */
 static int sock_fd = -1;
 
 static void bind_socket(void)
@@ -32,6 +36,9 @@ static void bind_socket(void)
 static void setup(void)
 {
 	snprintf(path, sizeof(path), "/tmp/minivmm-reaper-%d.sock", (int)getpid());
+	name = path + strlen("/tmp/");
+	dir_fd = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(dir_fd, 0);
 	unlink(path);
 	bind_socket();
 }
@@ -39,6 +46,7 @@ static void setup(void)
 static void teardown(void)
 {
 	close(sock_fd);
+	close(dir_fd);
 	unlink(path);
 }
 
@@ -57,10 +65,12 @@ static pid_t start_helper(int *alive_w, int *done_r, bool no_pipe)
 			close(a);
 			a = open("/dev/null", O_WRONLY);
 		}
+		int dir = fcntl(dir_fd, F_DUPFD, 6);
 		dup2(a, 3);
 		dup2(d, 4);
-		char *argv[] = {"minivmm", SOCK_REAPER_ARG, path, NULL};
-		_exit(sock_reaper_main(3, argv));
+		dup2(dir, 5);
+		char *argv[] = {"minivmm", SOCK_REAPER_ARG, path, (char *)name, NULL};
+		_exit(sock_reaper_main(4, argv));
 	}
 	close(alive[0]);
 	close(done[1]);
@@ -154,4 +164,46 @@ Test(sock_reaper, misuse_removes_nothing, .init = setup, .fini = teardown)
 	close(done_r);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %#x", status);
 	cr_assert_eq(access(path, F_OK), 0);
+}
+
+static struct dir_swap w;
+
+static void swap_setup(void)
+{
+	dir_swap_setup(&w);
+	snprintf(path, sizeof(path), "%s", w.sock_path);
+	name = DIR_SWAP_NAME;
+}
+
+static void swap_teardown(void)
+{
+	dir_swap_teardown(&w);
+}
+
+/* The helper removes the socket by its name in the directory pinned when it was bound, not by
+ * path: with the socket's directory swapped for a symlink to another directory again and again
+ * (a user owning the directory above can), it never removes the other directory's file of the
+ * same name. By path it did, on the first to the 13th try (issue 34). */
+Test(sock_reaper, removes_nothing_elsewhere_while_a_directory_is_swapped, .init = swap_setup,
+     .fini = swap_teardown)
+{
+	for (int i = 0; i < 200; i++) {
+		bind_socket();
+		dir_fd = open(w.dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		cr_assert_geq(dir_fd, 0);
+		int alive_w, done_r;
+		pid_t pid = start_helper(&alive_w, &done_r, false);
+		cr_assert(waiting_for_the_vmm(pid));
+		dir_swap_start(&w);
+		close(alive_w);
+		int rc = finish(pid, done_r);
+		dir_swap_stop(&w);
+		cr_assert(dir_swap_victim_intact(&w), "try %d: the helper removed %s", i, w.victim);
+		cr_assert_eq(rc, 0);
+		struct stat st;
+		cr_assert_neq(fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW), 0,
+			      "try %d: the socket was left behind", i);
+		close(sock_fd);
+		close(dir_fd);
+	}
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include <linux/capability.h>
+
 #include "thread_sandbox.h"
 
 static void layout(struct guest_mem *mem, uint8_t *backing, uint64_t ram_size)
@@ -25,6 +27,33 @@ static void layout(struct guest_mem *mem, uint8_t *backing, uint64_t ram_size)
 		    .gpa = MMIO_HOLE_END, .size = ram_size - low, .hva = backing + low};
 		mem->nr_regions = 2;
 	}
+}
+
+/* /proc/self/pagemap for its present and swapped bits only. The kernel shows page frame
+ * numbers (host physical addresses, a Rowhammer aid) to a descriptor whose opener had
+ * CAP_SYS_ADMIN, and keeps showing them after the VMM drops root (--jail): so open it with
+ * CAP_SYS_ADMIN out of this thread's effective set (capabilities are per thread), and put
+ * it back right after. -1 if that cannot be done: mem_holes then reads pages instead. */
+static int open_pagemap(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+	if (syscall(SYS_capget, &hdr, caps) < 0)
+		return -1;
+	const unsigned word = CAP_TO_INDEX(CAP_SYS_ADMIN);
+	const uint32_t bit = CAP_TO_MASK(CAP_SYS_ADMIN);
+	bool had = caps[word].effective & bit;
+	if (had) {
+		caps[word].effective &= ~bit;
+		if (syscall(SYS_capset, &hdr, caps) < 0)
+			return -1;
+	}
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (had) {
+		caps[word].effective |= bit;
+		syscall(SYS_capset, &hdr, caps); /* back within the permitted set: cannot fail */
+	}
+	return fd;
 }
 
 #ifndef MADV_POPULATE_WRITE
@@ -74,7 +103,7 @@ int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate)
 			MADV_HUGEPAGE);
 	layout(mem, p, ram_size);
 	mem->populate_pending = async;
-	mem->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	mem->pagemap_fd = open_pagemap();
 	return 0;
 }
 
@@ -85,7 +114,7 @@ int guest_mem_init_file(struct guest_mem *mem, uint64_t ram_size, int fd)
 		return -errno;
 	madvise(p, ram_size, MADV_DONTDUMP);
 	layout(mem, p, ram_size);
-	mem->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	mem->pagemap_fd = open_pagemap();
 	mem->file_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	return 0;
 }
