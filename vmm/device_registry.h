@@ -35,6 +35,27 @@ struct device_command {
 		     const struct json_object *req);
 };
 
+/* How a device of a kind is saved into a snapshot and restored (vmm/snapshot.c), beyond the
+ * generic virtio and transport state the core saves for every device. Each hook is optional; the
+ * snapshot core names no kind. */
+struct device_snapshot_ops {
+	/* With the vCPUs paused, before anything is read (I/O thread): finish or hand over the
+	 * work in flight (completions write guest memory and raise interrupts). -1 with a
+	 * one-line reason in err: the device cannot be saved now. */
+	int (*quiesce)(struct virtio_slot *slot, char *err, size_t errlen);
+	/* The kind's own state: a malloc'd *buf of *len bytes (the kind's to lay out). -1: out of
+	 * memory. */
+	int (*save)(struct virtio_slot *slot, uint8_t **buf, size_t *len);
+	/* Once the transport's state is replayed: check what save wrote (hostile input: any
+	 * length, any bytes; buf NULL and len 0 when the snapshot holds none) and apply it.
+	 * -1 with a one-line reason in err. */
+	int (*restore)(struct virtio_slot *slot, const uint8_t *buf, size_t len, char *err,
+		       size_t errlen);
+	/* Once the interrupt controllers are restored: raise again what the guest must be told
+	 * (an interrupt raised just before the save may be lost). */
+	void (*resignal)(struct virtio_slot *slot);
+};
+
 struct device_kind_desc {
 	const char *flag;  /* "--rng" without the dashes */
 	const char *label; /* device label prefix: "virtio-rng" */
@@ -61,6 +82,9 @@ struct device_kind_desc {
 	void (*status)(struct virtio_slot *slot, struct json_writer *w);
 	/* Optional: the control-socket commands it serves, ended by {NULL}. */
 	const struct device_command *commands;
+	/* Optional: how its devices are saved and restored; NULL: a VM with one cannot be
+	 * saved. */
+	const struct device_snapshot_ops *snapshot;
 };
 
 #define MAX_DEVICE_KINDS 16

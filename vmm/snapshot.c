@@ -5,13 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "devices/virtio/balloon.h"
-#include "devices/virtio/blk.h"
-#include "devices/virtio/net.h"
 #include "device_registry.h"
 #include "options.h"
 #include "snapshot_files.h"
@@ -82,54 +78,16 @@ static int capture_vcpu(struct vcpu *vc, const uint32_t *msr_idx, uint32_t nr_ms
 	return capture_msrs(fd, msr_idx, nr_msr_idx, v);
 }
 
-static bool is_disk(const struct device_kind_desc *kind)
-{
-	return !strcmp(kind->flag, "disk");
-}
-
-static bool is_balloon(const struct device_kind_desc *kind)
-{
-	return !strcmp(kind->flag, "balloon");
-}
-
-static bool is_net(const struct device_kind_desc *kind)
-{
-	return !strcmp(kind->flag, "net");
-}
-
-/* Device kinds whose state this version saves (by flag: a snapshot's kinds are checked before
- * they are created): the rng holds none of its own, a disk none once its requests in flight
- * are finished (virtio_blk_quiesce) but its image's size, a balloon its target, statistics
- * buffer and released pages, a net device its MAC and link (virtio_net_quiesce first). */
-static bool flag_supported(const char *flag)
-{
-	return !strcmp(flag, "rng") || !strcmp(flag, "disk") || !strcmp(flag, "balloon") ||
-	       !strcmp(flag, "net");
-}
-
-static bool kind_supported(const struct device_kind_desc *kind)
-{
-	return flag_supported(kind->flag);
-}
-
-/* Fails when a disk holds requests it may not hand over yet (bus mastering off): the state
- * would lose them. */
+/* Asks every device's kind to finish its work in flight; fails when one cannot be saved now
+ * (a disk holding requests it may not hand over yet). */
 static int quiesce_devices(struct vm *vm, char *err, size_t errlen)
 {
 	for (int i = 0; vm->virtio && i < vm->virtio->nr; i++) {
-		const struct virtio_slot *slot = &vm->virtio->slots[i];
-		if (is_disk(slot->cfg->kind)) {
-			virtio_blk_quiesce(slot->model);
-			unsigned held = virtio_blk_parked(slot->model);
-			if (held)
-				return snapshot_fail(
-				    err, errlen,
-				    "snapshot: %s holds %u finished requests until the guest turns "
-				    "bus mastering back on; try again then",
-				    slot->dev.label, held);
-		} else if (is_net(slot->cfg->kind)) {
-			virtio_net_quiesce(slot->model);
-		}
+		struct virtio_slot *slot = &vm->virtio->slots[i];
+		const struct device_snapshot_ops *ops = slot->cfg->kind->snapshot;
+		char why[200];
+		if (ops->quiesce && ops->quiesce(slot, why, sizeof(why)))
+			return snapshot_fail(err, errlen, "snapshot: %s", why);
 	}
 	return 0;
 }
@@ -160,16 +118,14 @@ static int capture_devices(struct vm *vm, struct snapshot_state *st, char *err, 
 		if (save_spec(slot->cfg, d, err, errlen))
 			return -1;
 		d->transport = slot->cfg->transport;
-		if (is_disk(slot->cfg->kind))
-			d->disk_sectors = virtio_blk_capacity(slot->model);
-		if (is_balloon(slot->cfg->kind)) {
-			st->balloon_map[i] = malloc(virtio_balloon_map_bytes(vm->mem.ram_size));
-			if (!st->balloon_map[i])
-				return snapshot_fail(err, errlen, "snapshot: out of memory");
-			virtio_balloon_save(slot->model, &st->balloons[i], st->balloon_map[i]);
-		}
-		if (is_net(slot->cfg->kind))
-			virtio_net_save(slot->model, &st->nets[i]);
+		const struct device_snapshot_ops *ops = slot->cfg->kind->snapshot;
+		size_t len = 0;
+		if (ops->save && ops->save(slot, &st->kind_state[i], &len))
+			return snapshot_fail(err, errlen, "snapshot: out of memory");
+		if (len > UINT32_MAX)
+			return snapshot_fail(err, errlen, "snapshot: %s: its state is too large",
+					     slot->dev.label);
+		st->kind_state_len[i] = (uint32_t)len;
 		virtio_dev_save(&slot->dev, &d->dev);
 		if (slot->cfg->transport == TRANSPORT_MMIO)
 			virtio_mmio_save(&slot->mmio, &d->mmio);
@@ -210,14 +166,11 @@ static int capture(struct vm *vm, struct snapshot_state *st, char *err, size_t e
 
 int snapshot_save(struct vm *vm, const int fds[SNAPSHOT_NR_FILES], char *err, size_t errlen)
 {
-	/* Devices whose state is not saved yet would come back broken: refuse before pausing. */
+	/* Devices whose kind cannot be saved would come back broken: refuse before pausing. */
 	for (int i = 0; i < vm->cfg->nr_devices; i++)
-		if (!kind_supported(vm->cfg->devices[i].kind))
+		if (!vm->cfg->devices[i].kind->snapshot)
 			return snapshot_fail(
-			    err, errlen,
-			    "snapshot: --%s devices cannot be saved yet (this version saves "
-			    "the vCPUs, memory, irqchip, serial console and --rng, --disk, "
-			    "--balloon and --net devices)",
+			    err, errlen, "snapshot: --%s devices cannot be saved by this version",
 			    vm->cfg->devices[i].kind->flag);
 	if (snapshot_check_files(fds, err, errlen))
 		return -1;
@@ -294,21 +247,16 @@ static int apply_vcpu(struct vcpu *vc, const struct snapshot_vcpu *v, char *err,
 	return 0;
 }
 
-/* A device model's own state, once its transport is set up again. */
+/* A device's own state, by its kind, once its transport is set up again. */
 static int apply_model(struct virtio_slot *slot, const struct snapshot_state *st, int i, char *err,
 		       size_t errlen)
 {
-	char why[160];
-	if (is_net(slot->cfg->kind) &&
-	    virtio_net_restore(slot->model, &st->nets[i], why, sizeof(why)))
-		return snapshot_fail(err, errlen, "device %d: %s", i, why);
-	if (!is_balloon(slot->cfg->kind))
-		return 0;
-	if (!st->balloon_map[i])
-		return snapshot_fail(err, errlen, "device %d: the balloon's state is missing", i);
-	if (virtio_balloon_restore(slot->model, &st->balloons[i], st->balloon_map[i], why,
-				   sizeof(why)))
-		return snapshot_fail(err, errlen, "device %d: %s", i, why);
+	const struct device_snapshot_ops *ops = slot->cfg->kind->snapshot;
+	char why[200];
+	if (ops->restore &&
+	    ops->restore(slot, st->kind_state[i], st->kind_state_len[i], why, sizeof(why)))
+		return snapshot_fail(err, errlen, "device %d (--%s %s): %s", i,
+				     slot->cfg->kind->flag, st->devices[i].spec, why);
 	return 0;
 }
 
@@ -316,11 +264,9 @@ static int apply_model(struct virtio_slot *slot, const struct snapshot_state *st
 static void resignal_models(struct vm *vm)
 {
 	for (int i = 0; i < vm->virtio->nr; i++) {
-		const struct virtio_slot *slot = &vm->virtio->slots[i];
-		if (is_balloon(slot->cfg->kind))
-			virtio_balloon_resignal(slot->model);
-		else if (is_net(slot->cfg->kind))
-			virtio_net_resignal(slot->model);
+		struct virtio_slot *slot = &vm->virtio->slots[i];
+		if (slot->cfg->kind->snapshot->resignal)
+			slot->cfg->kind->snapshot->resignal(slot);
 	}
 }
 
@@ -338,13 +284,10 @@ int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, si
 		const struct snapshot_device *d = &st->devices[i];
 		if (slot->cfg->transport != (enum virtio_transport_kind)d->transport)
 			return snapshot_fail(err, errlen, "device %d: the transport differs", i);
-		if (is_disk(slot->cfg->kind) && virtio_blk_capacity(slot->model) != d->disk_sectors)
-			return snapshot_fail(
-			    err, errlen,
-			    "device %d (--disk %s): the image has %llu sectors, the snapshot "
-			    "%llu",
-			    i, d->spec, (unsigned long long)virtio_blk_capacity(slot->model),
-			    (unsigned long long)d->disk_sectors);
+		if (!slot->cfg->kind->snapshot->restore && st->kind_state[i])
+			return snapshot_fail(err, errlen,
+					     "device %d: a --%s keeps no state of its own", i,
+					     slot->cfg->kind->flag);
 		/* A backend may offer less than the saved one (a tap without offloads): the driver
 		 * would find features it had accepted gone, and the replay would break the device.
 		 * (Before FEATURES_OK the driver may have written anything: the replay refuses it
@@ -393,26 +336,6 @@ int snapshot_apply(struct vm *vm, const struct snapshot_state *st, char *err, si
 	if (nr_devs)
 		resignal_models(vm);
 	return 0;
-}
-
-/* A disk image (a regular file) whose size is not the saved one, told before anything is
- * built; snapshot_apply checks every kind of image again once it is open. */
-static bool disk_size_differs(const struct snapshot_device *d, char *err, size_t errlen)
-{
-	struct option_list opts;
-	struct stat sb;
-	if (strcmp(d->flag, "disk") || options_split(d->spec, "--disk", &opts, err, errlen))
-		return false;
-	for (int i = 0; i < opts.n; i++)
-		if (!strcmp(opts.kv[i].key, "path") && stat(opts.kv[i].value, &sb) == 0 &&
-		    S_ISREG(sb.st_mode) && (uint64_t)sb.st_size / 512 != d->disk_sectors) {
-			snapshot_fail(err, errlen,
-				      "--disk %s: the image has %llu sectors, the snapshot %llu",
-				      d->spec, (unsigned long long)sb.st_size / 512,
-				      (unsigned long long)d->disk_sectors);
-			return true;
-		}
-	return false;
 }
 
 /* A saved device's options joined with the host options its --backend gives (written back
@@ -489,7 +412,7 @@ struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
 	for (uint32_t i = 0; i < st->config.nr_devices; i++) {
 		struct snapshot_device *d = &st->devices[i];
 		const struct device_kind_desc *kind = device_kind_find(d->flag);
-		if (!kind || !kind_supported(kind)) {
+		if (!kind || !kind->snapshot) {
 			/* Only what snapshot_save writes: a crafted file gets no other kind. */
 			log_error(
 			    "cannot restore: device %u: --%s devices are not restored by this "
@@ -505,10 +428,6 @@ struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
 		    cfg->devices[i].transport != (enum virtio_transport_kind)d->transport) {
 			log_error("cannot restore: device %u (--%s %s): %s", i, d->flag, d->spec,
 				  cfg->nr_devices > (int)i ? "transport differs" : err);
-			return refuse(cfg, st);
-		}
-		if (disk_size_differs(d, err, sizeof(err))) {
-			log_error("cannot restore: device %u: %s", i, err);
 			return refuse(cfg, st);
 		}
 	}

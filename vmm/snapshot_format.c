@@ -12,7 +12,7 @@
 static const uint32_t vcpu_required[] = {SNAP_REGS,  SNAP_SREGS,  SNAP_XSAVE,	 SNAP_MSRS,
 					 SNAP_LAPIC, SNAP_EVENTS, SNAP_MP_STATE, SNAP_DEBUGREGS};
 #define NR_VCPU_TAGS   9 /* SNAP_REGS..SNAP_DEBUGREGS */
-#define NR_DEVICE_TAGS 4 /* SNAP_DEVICE..SNAP_NET */
+#define NR_DEVICE_TAGS 2 /* SNAP_DEVICE, SNAP_DEVICE_STATE */
 
 struct writer {
 	uint8_t *buf;
@@ -57,15 +57,10 @@ uint8_t *snapshot_state_write(const struct snapshot_state *st, size_t *len)
 		record(&w, SNAP_IRQCHIP, i, &st->irqchip[i], sizeof(st->irqchip[i]));
 	record(&w, SNAP_PIT, 0, &st->pit, sizeof(st->pit));
 	record(&w, SNAP_SERIAL, 0, &st->serial, sizeof(st->serial));
-	uint64_t map_bytes = virtio_balloon_map_bytes(st->config.memory_bytes);
 	for (uint32_t i = 0; i < st->config.nr_devices && i < MAX_DEVICES; i++) {
 		record(&w, SNAP_DEVICE, i, &st->devices[i], sizeof(st->devices[i]));
-		if (st->balloon_map[i]) {
-			record(&w, SNAP_BALLOON, i, &st->balloons[i], sizeof(st->balloons[i]));
-			record(&w, SNAP_BALLOON_PAGES, i, st->balloon_map[i], map_bytes);
-		}
-		if (!strcmp(st->devices[i].flag, "net"))
-			record(&w, SNAP_NET, i, &st->nets[i], sizeof(st->nets[i]));
+		if (st->kind_state[i] && st->kind_state_len[i])
+			record(&w, SNAP_DEVICE_STATE, i, st->kind_state[i], st->kind_state_len[i]);
 	}
 	for (uint32_t i = 0; i < st->config.nr_cpus && i < MAX_VCPUS; i++) {
 		const struct snapshot_vcpu *v = &st->vcpus[i];
@@ -91,8 +86,9 @@ uint8_t *snapshot_state_write(const struct snapshot_state *st, size_t *len)
 void snapshot_state_free_maps(struct snapshot_state *st)
 {
 	for (int i = 0; i < MAX_DEVICES; i++) {
-		free(st->balloon_map[i]);
-		st->balloon_map[i] = NULL;
+		free(st->kind_state[i]);
+		st->kind_state[i] = NULL;
+		st->kind_state_len[i] = 0;
 	}
 }
 
@@ -133,13 +129,9 @@ static void *target(struct snapshot_state *st, uint32_t tag, uint32_t index, siz
 		T(st->serial);
 	case SNAP_DEVICE:
 		T(st->devices[index < MAX_DEVICES ? index : 0]);
-	case SNAP_BALLOON:
-		T(st->balloons[index < MAX_DEVICES ? index : 0]);
-	case SNAP_NET:
-		T(st->nets[index < MAX_DEVICES ? index : 0]);
-	case SNAP_BALLOON_PAGES:
-		*size = 0; /* its length depends on the RAM: checked by the caller */
-		return &st->balloon_map[index < MAX_DEVICES ? index : 0];
+	case SNAP_DEVICE_STATE:
+		*size = 0; /* the kind's to check */
+		return &st->kind_state[index < MAX_DEVICES ? index : 0];
 	case SNAP_REGS:
 		T(v->regs);
 	case SNAP_SREGS:
@@ -181,59 +173,7 @@ static int check_config(const struct snapshot_config *c, char *err, size_t errle
 
 static bool is_device_tag(uint32_t tag)
 {
-	return tag >= SNAP_DEVICE && tag <= SNAP_NET;
-}
-
-/* A balloon's state against the machine's: what no device could have held is refused. */
-static int check_balloon(const struct snapshot_state *st, uint32_t i, char *err, size_t errlen)
-{
-	const struct virtio_balloon_state *b = &st->balloons[i];
-	const struct virtio_queue_state *stats_q = &st->devices[i].dev.q[2];
-	if (b->num_pages > st->config.memory_bytes / BALLOON_PAGE_SIZE)
-		return snapshot_fail(err, errlen, "device %u: balloon target %u pages beyond RAM",
-				     i, b->num_pages);
-	if (b->stats_held > 1 || b->stats_valid >> BALLOON_NR_STATS)
-		return snapshot_fail(err, errlen, "device %u: balloon statistics out of range", i);
-	if (b->stats_held && (!stats_q->ready || b->stats_head >= stats_q->size))
-		return snapshot_fail(err, errlen,
-				     "device %u: balloon holds statistics buffer %u outside its "
-				     "queue",
-				     i, b->stats_head);
-	return 0;
-}
-
-/* A net device's state: a link status and MAC a device can have. */
-static int check_net(const struct snapshot_state *st, uint32_t i, char *err, size_t errlen)
-{
-	const struct virtio_net_state *n = &st->nets[i];
-	if (n->status > 1) /* VIRTIO_NET_S_LINK_UP or nothing */
-		return snapshot_fail(err, errlen, "device %u: net link status 0x%x", i, n->status);
-	if (n->mac[0] & 1)
-		return snapshot_fail(err, errlen, "device %u: net MAC is a multicast address", i);
-	return 0;
-}
-
-/* Which kind a device record belongs to. */
-static const char *tag_kind(uint32_t tag)
-{
-	return tag == SNAP_NET ? "net" : "balloon";
-}
-
-/* Device records in their place: a balloon has its state and map, a net device its state, no
- * other kind has them. */
-static int check_device_records(const struct snapshot_state *st, uint32_t i,
-				const bool seen[][MAX_DEVICES], char *err, size_t errlen)
-{
-	const char *flag = st->devices[i].flag;
-	for (uint32_t tag = SNAP_BALLOON; tag <= SNAP_NET; tag++) {
-		bool want = !strcmp(flag, tag_kind(tag));
-		if (seen[tag - SNAP_DEVICE][i] != want)
-			return snapshot_fail(err, errlen, "device %u: record %u %s", i, tag,
-					     want ? "is missing" : "for another kind of device");
-	}
-	if (!strcmp(flag, "balloon"))
-		return check_balloon(st, i, err, errlen);
-	return !strcmp(flag, "net") ? check_net(st, i, err, errlen) : 0;
+	return tag == SNAP_DEVICE || tag == SNAP_DEVICE_STATE;
 }
 
 static int parse_records(const uint8_t *buf, size_t len, struct snapshot_state *st, char *err,
@@ -324,15 +264,15 @@ static int parse_records(const uint8_t *buf, size_t len, struct snapshot_state *
 			memcpy(dst, payload, size);
 			continue;
 		}
-		if (tag == SNAP_BALLOON_PAGES) {
-			uint8_t **map = dst;
-			if (size != virtio_balloon_map_bytes(st->config.memory_bytes))
+		if (tag == SNAP_DEVICE_STATE) {
+			uint8_t **state = dst;
+			if (!size)
 				return snapshot_fail(err, errlen,
-						     "device %u: balloon page map of %u bytes",
-						     index, size);
-			if (!(*map = malloc(size ? size : 1)))
+						     "device %u: an empty state record", index);
+			if (!(*state = malloc(size)))
 				return snapshot_fail(err, errlen, "out of memory");
-			memcpy(*map, payload, size);
+			memcpy(*state, payload, size);
+			st->kind_state_len[index] = size;
 			continue;
 		}
 		if (size != want)
@@ -363,8 +303,6 @@ static int parse_records(const uint8_t *buf, size_t len, struct snapshot_state *
 		    d->transport > TRANSPORT_MMIO)
 			return snapshot_fail(err, errlen,
 					     "device %u: bad kind, options or transport", i);
-		if (check_device_records(st, i, seen_dev, err, errlen))
-			return -1;
 	}
 	for (uint32_t v = 0; v < st->config.nr_cpus; v++)
 		for (size_t i = 0; i < sizeof(vcpu_required) / sizeof(vcpu_required[0]); i++)

@@ -10,9 +10,7 @@
 
 #include "config.h"
 #include "devices/serial.h"
-#include "devices/virtio/balloon.h"
 #include "devices/virtio/mmio.h"
-#include "devices/virtio/net.h"
 #include "devices/virtio/pci.h"
 #include "devices/virtio/virtio.h"
 
@@ -28,10 +26,10 @@ enum snapshot_tag {
 	SNAP_PIT = 4,	  /* struct kvm_pit_state2 */
 	SNAP_SERIAL = 5,  /* struct serial_state (COM1) */
 	SNAP_DEVICE = 6,  /* struct snapshot_device, index = device (command-line order) */
-	SNAP_BALLOON = 7, /* struct virtio_balloon_state, index = a --balloon device */
-	SNAP_BALLOON_PAGES = 8, /* its released-page map, virtio_balloon_map_bytes of RAM */
-	SNAP_NET = 9,		/* struct virtio_net_state, index = a --net device */
-	SNAP_REGS = 16,		/* per vCPU from here on: index = vCPU */
+	/* index = device: its kind's own state, laid out by the kind (device_snapshot_ops.save);
+	 * optional, up to the state file's size */
+	SNAP_DEVICE_STATE = 7,
+	SNAP_REGS = 16, /* per vCPU from here on: index = vCPU */
 	SNAP_SREGS = 17,
 	SNAP_XSAVE = 18, /* the 4 KiB legacy KVM_GET_XSAVE area */
 	SNAP_XCRS = 19,	 /* optional */
@@ -52,13 +50,13 @@ struct snapshot_config {
 #define SNAPSHOT_FLAG_MAX 16
 #define SNAPSHOT_SPEC_MAX 1024
 
-/* One virtio device: how to create it again, and its state. */
+/* One virtio device: how to create it again, and its generic state (its kind's own is a
+ * SNAP_DEVICE_STATE record). */
 struct snapshot_device {
 	char flag[SNAPSHOT_FLAG_MAX]; /* "rng": the command-line flag, NUL-terminated */
 	char spec[SNAPSHOT_SPEC_MAX]; /* its options but the host ones, NUL-terminated */
 	uint32_t transport;	      /* enum virtio_transport_kind */
 	uint32_t pad;
-	uint64_t disk_sectors; /* --disk: the image's size then, checked at restore */
 	struct virtio_dev_state dev;
 	struct virtio_mmio_state mmio; /* TRANSPORT_MMIO */
 	struct virtio_pci_state pci;   /* TRANSPORT_PCI */
@@ -85,23 +83,25 @@ struct snapshot_state {
 	struct kvm_pit_state2 pit;
 	struct serial_state serial;
 	struct snapshot_device devices[MAX_DEVICES]; /* config.nr_devices of them */
-	/* A --balloon device's own state; its map is malloc'd (NULL: not a balloon). */
-	struct virtio_balloon_state balloons[MAX_DEVICES];
-	uint8_t *balloon_map[MAX_DEVICES];
-	struct virtio_net_state nets[MAX_DEVICES]; /* a --net device's own state */
-	struct snapshot_vcpu vcpus[MAX_VCPUS];	   /* config.nr_cpus of them */
+	/* A device's own state as its kind saved it: malloc'd, kind_state_len bytes (NULL, 0:
+	 * none). */
+	uint8_t *kind_state[MAX_DEVICES];
+	uint32_t kind_state_len[MAX_DEVICES];
+	struct snapshot_vcpu vcpus[MAX_VCPUS]; /* config.nr_cpus of them */
 };
 
-/* Free the maps a state holds (and set them NULL); snapshot_state_free: and the state. */
+/* Free the kinds' states a state holds (and set them NULL); snapshot_state_free: and the
+ * state. */
 void snapshot_state_free_maps(struct snapshot_state *st);
 void snapshot_state_free(struct snapshot_state *st);
 
 /* Serialize st into a malloc'd buffer (*len bytes); NULL when out of memory. */
 uint8_t *snapshot_state_write(const struct snapshot_state *st, size_t *len);
 /* Parse buf strictly: the magic, the config first and in range, every record's length, index
- * and tag known, none twice, every required one present, device records only for their kind.
- * Returns 0 (st's maps are then malloc'd: snapshot_state_free_maps), or -1 with a
- * one-line reason in err (st is then undefined, and holds no maps). */
+ * and tag known, none twice, every required one present. A kind's own state is only checked to
+ * belong to a device: its kind checks its content at the restore.
+ * Returns 0 (st's kinds' states are then malloc'd: snapshot_state_free_maps), or -1 with a
+ * one-line reason in err (st is then undefined, and holds none). */
 int snapshot_state_parse(const uint8_t *buf, size_t len, struct snapshot_state *st, char *err,
 			 size_t errlen);
 

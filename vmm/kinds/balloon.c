@@ -125,6 +125,49 @@ static const struct device_command balloon_commands[] = {
     {NULL},
 };
 
+/* struct virtio_balloon_state, then the released-page map (virtio_balloon_map_bytes of RAM). */
+static size_t balloon_state_bytes(const struct virtio_slot *slot)
+{
+	return sizeof(struct virtio_balloon_state) +
+	       (size_t)virtio_balloon_map_bytes(slot->dev.mem->ram_size);
+}
+
+static int balloon_save(struct virtio_slot *slot, uint8_t **buf, size_t *len)
+{
+	struct virtio_balloon_state st;
+	*len = balloon_state_bytes(slot);
+	*buf = malloc(*len);
+	if (!*buf)
+		return -1;
+	virtio_balloon_save(slot->model, &st, *buf + sizeof(st));
+	memcpy(*buf, &st, sizeof(st));
+	return 0;
+}
+
+static int balloon_restore(struct virtio_slot *slot, const uint8_t *buf, size_t len, char *err,
+			   size_t errlen)
+{
+	struct virtio_balloon_state st;
+	if (len != balloon_state_bytes(slot)) {
+		snprintf(err, errlen, "the saved balloon state is %zu bytes, expected %zu", len,
+			 balloon_state_bytes(slot));
+		return -1;
+	}
+	memcpy(&st, buf, sizeof(st));
+	return virtio_balloon_restore(slot->model, &st, buf + sizeof(st), err, errlen);
+}
+
+static void balloon_resignal(struct virtio_slot *slot)
+{
+	virtio_balloon_resignal(slot->model);
+}
+
+static const struct device_snapshot_ops balloon_snapshot = {
+    .save = balloon_save,
+    .restore = balloon_restore,
+    .resignal = balloon_resignal,
+};
+
 const struct device_kind_desc virtio_balloon_kind = {
     .flag = "balloon",
     .label = "virtio-balloon",
@@ -136,4 +179,5 @@ const struct device_kind_desc virtio_balloon_kind = {
     .destroy = balloon_destroy,
     .status = balloon_status,
     .commands = balloon_commands,
+    .snapshot = &balloon_snapshot,
 };

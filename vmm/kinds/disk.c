@@ -135,6 +135,59 @@ static void blk_seccomp_needs(const void *parsed, struct seccomp_needs *needs)
 	needs->io_uring |= !((const struct disk *)parsed)->blk.no_uring;
 }
 
+/* Requests finished while bus mastering is off cannot be saved (they are not in guest memory
+ * yet): refuse until the guest turns it back on. */
+static int blk_quiesce(struct virtio_slot *slot, char *err, size_t errlen)
+{
+	virtio_blk_quiesce(slot->model);
+	unsigned held = virtio_blk_parked(slot->model);
+	if (held) {
+		snprintf(err, errlen,
+			 "%s holds %u finished requests until the guest turns bus mastering back "
+			 "on; try again then",
+			 slot->dev.label, held);
+		return -1;
+	}
+	return 0;
+}
+
+/* The image is not saved, its size is: a restore refuses an image of another size. */
+static int blk_save(struct virtio_slot *slot, uint8_t **buf, size_t *len)
+{
+	uint64_t sectors = virtio_blk_capacity(slot->model);
+	*buf = malloc(sizeof(sectors));
+	if (!*buf)
+		return -1;
+	memcpy(*buf, &sectors, sizeof(sectors));
+	*len = sizeof(sectors);
+	return 0;
+}
+
+static int blk_restore(struct virtio_slot *slot, const uint8_t *buf, size_t len, char *err,
+		       size_t errlen)
+{
+	uint64_t saved;
+	if (len != sizeof(saved)) {
+		snprintf(err, errlen, "the saved disk state is %zu bytes, expected %zu", len,
+			 sizeof(saved));
+		return -1;
+	}
+	memcpy(&saved, buf, sizeof(saved));
+	uint64_t now = virtio_blk_capacity(slot->model);
+	if (saved != now) {
+		snprintf(err, errlen, "the image has %llu sectors, the snapshot %llu",
+			 (unsigned long long)now, (unsigned long long)saved);
+		return -1;
+	}
+	return 0;
+}
+
+static const struct device_snapshot_ops blk_snapshot = {
+    .quiesce = blk_quiesce,
+    .save = blk_save,
+    .restore = blk_restore,
+};
+
 const struct device_kind_desc virtio_blk_kind = {
     .flag = "disk",
     .label = "virtio-blk",
@@ -146,4 +199,5 @@ const struct device_kind_desc virtio_blk_kind = {
     .create = blk_create,
     .destroy = blk_destroy,
     .seccomp_needs = blk_seccomp_needs,
+    .snapshot = &blk_snapshot,
 };

@@ -267,6 +267,50 @@ static void net_seccomp_needs(const void *parsed, struct seccomp_needs *needs)
 	needs->io_uring |= cfg->tx_uring || cfg->rx_uring;
 }
 
+static int net_quiesce(struct virtio_slot *slot, char *err, size_t errlen)
+{
+	(void)err, (void)errlen;
+	virtio_net_quiesce(slot->model);
+	return 0;
+}
+
+/* struct virtio_net_state, whole: the MAC, the link status, the counters. */
+static int net_save(struct virtio_slot *slot, uint8_t **buf, size_t *len)
+{
+	struct virtio_net_state *st = calloc(1, sizeof(*st));
+	if (!st)
+		return -1;
+	virtio_net_save(slot->model, st);
+	*buf = (uint8_t *)st;
+	*len = sizeof(*st);
+	return 0;
+}
+
+static int net_restore(struct virtio_slot *slot, const uint8_t *buf, size_t len, char *err,
+		       size_t errlen)
+{
+	struct virtio_net_state st;
+	if (len != sizeof(st)) {
+		snprintf(err, errlen, "the saved net state is %zu bytes, expected %zu", len,
+			 sizeof(st));
+		return -1;
+	}
+	memcpy(&st, buf, sizeof(st));
+	return virtio_net_restore(slot->model, &st, err, errlen);
+}
+
+static void net_resignal(struct virtio_slot *slot)
+{
+	virtio_net_resignal(slot->model);
+}
+
+static const struct device_snapshot_ops net_snapshot = {
+    .quiesce = net_quiesce,
+    .save = net_save,
+    .restore = net_restore,
+    .resignal = net_resignal,
+};
+
 const struct device_kind_desc virtio_net_kind = {
     .flag = "net",
     .label = "virtio-net",
@@ -278,4 +322,5 @@ const struct device_kind_desc virtio_net_kind = {
     .destroy = net_destroy,
     .seccomp_needs = net_seccomp_needs,
     .status = net_status,
+    .snapshot = &net_snapshot,
 };

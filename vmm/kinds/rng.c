@@ -25,6 +25,9 @@ static void rng_destroy(struct virtio_slot *slot)
 	virtio_rng_destroy(slot->model);
 }
 
+/* Nothing of its own to save: the generic virtio state is all of it. */
+static const struct device_snapshot_ops rng_snapshot;
+
 const struct device_kind_desc virtio_rng_kind = {
     .flag = "rng",
     .label = "virtio-rng",
@@ -33,4 +36,5 @@ const struct device_kind_desc virtio_rng_kind = {
     .parse = rng_parse,
     .create = rng_create,
     .destroy = rng_destroy,
+    .snapshot = &rng_snapshot,
 };
