@@ -46,6 +46,10 @@ struct device_snapshot_ops {
 	/* The kind's own state: a malloc'd *buf of *len bytes (the kind's to lay out). -1: out of
 	 * memory. */
 	int (*save)(struct virtio_slot *slot, uint8_t **buf, size_t *len);
+	/* Before anything is built (the device's options parsed, what it uses on the host open):
+	 * does what save wrote fit a device so configured (a disk image of the saved size)? -1
+	 * with a one-line reason in err; restore checks again. */
+	int (*check)(const void *parsed, const uint8_t *buf, size_t len, char *err, size_t errlen);
 	/* Once the transport's state is replayed: check what save wrote (hostile input: any
 	 * length, any bytes; buf NULL and len 0 when the snapshot holds none) and apply it.
 	 * -1 with a one-line reason in err. */

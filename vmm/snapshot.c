@@ -430,6 +430,14 @@ struct snapshot_state *snapshot_restore_open(struct vm_config *cfg)
 				  cfg->nr_devices > (int)i ? "transport differs" : err);
 			return refuse(cfg, st);
 		}
+		/* What the host side offers against the saved state, before anything is built. */
+		if (kind->snapshot->check &&
+		    kind->snapshot->check(cfg->devices[i].parsed, st->kind_state[i],
+					  st->kind_state_len[i], err, sizeof(err))) {
+			log_error("cannot restore: device %u (--%s %s): %s", i, d->flag, d->spec,
+				  err);
+			return refuse(cfg, st);
+		}
 	}
 	return st;
 }

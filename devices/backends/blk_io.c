@@ -135,6 +135,12 @@ static uint64_t image_size(int fd, const struct stat *st)
 	return size;
 }
 
+uint64_t blk_image_fd_size(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) < 0 ? 0 : image_size(fd, &st);
+}
+
 /* A ring that can only do what prep() issues. It starts disabled so that, before anything can
  * be submitted, it is bound to the completion eventfd and restricted: READV, WRITEV, FSYNC and
  * FALLOCATE SQEs only, no SQE flags, no further io_uring_register calls. Whoever takes over the

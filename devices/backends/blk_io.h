@@ -58,6 +58,8 @@ struct blk_image {
  * -1 with a reason in err. */
 /* open(2) flags for an image: read-only or read-write, O_DIRECT for cache=none. */
 int blk_image_open_flags(bool readonly, bool direct);
+/* The size in bytes of an image open on fd (a regular file or a block device); 0 if unknown. */
+uint64_t blk_image_fd_size(int fd);
 int blk_image_open(struct blk_image *img, const char *path, bool readonly, bool direct,
 		   bool use_uring, unsigned queue_depth, char *err, size_t errlen);
 /* The same on fd, already open as readonly and direct ask for (taken over: closed on failure;

@@ -1092,6 +1092,10 @@ Test(snapshot, restore_takes_host_resources_from_backend)
 	cr_assert_eq(truncate(image, 1 << 20), 0);
 	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "disk");
 	snprintf(st->devices[0].spec, sizeof(st->devices[0].spec), "serial=abc");
+	st->kind_state[0] = malloc(sizeof(uint64_t));
+	cr_assert_not_null(st->kind_state[0]);
+	memcpy(st->kind_state[0], &(uint64_t){2048}, sizeof(uint64_t)); /* the image's sectors */
+	st->kind_state_len[0] = sizeof(uint64_t);
 	add_net(1, "mac=52:54:00:12:34:99,transport=mmio,tx=timer");
 	st->devices[1].transport = TRANSPORT_MMIO;
 	write_snapshot();
@@ -1120,6 +1124,10 @@ Test(snapshot, restore_takes_host_resources_from_backend)
 		close(cfg.memory_fd);
 		cli_free_config(&cfg);
 	}
+	/* An image of another size: refused before anything is built (one line, no device). */
+	cr_assert_eq(truncate(image, 2 << 20), 0);
+	expect_restore_refused(1, "(--disk serial=abc,path=");
+	expect_restore_refused(1, "the image has 4096 sectors, the snapshot 2048");
 	backend_override[0] = backend_override[1] = NULL;
 }
 

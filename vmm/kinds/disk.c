@@ -163,28 +163,50 @@ static int blk_save(struct virtio_slot *slot, uint8_t **buf, size_t *len)
 	return 0;
 }
 
+/* The image's size in sectors, as blk_save wrote it. */
+static int saved_sectors(const uint8_t *buf, size_t len, uint64_t *out, char *err, size_t errlen)
+{
+	if (len != sizeof(*out)) {
+		snprintf(err, errlen, "the saved disk state is %zu bytes, expected %zu", len,
+			 sizeof(*out));
+		return -1;
+	}
+	memcpy(out, buf, sizeof(*out));
+	return 0;
+}
+
+static int same_size(uint64_t now, uint64_t saved, char *err, size_t errlen)
+{
+	if (saved == now)
+		return 0;
+	snprintf(err, errlen, "the image has %llu sectors, the snapshot %llu",
+		 (unsigned long long)now, (unsigned long long)saved);
+	return -1;
+}
+
+/* Before the device is built: its image is already open (blk_parse). */
+static int blk_check(const void *parsed, const uint8_t *buf, size_t len, char *err, size_t errlen)
+{
+	uint64_t saved;
+	if (saved_sectors(buf, len, &saved, err, errlen))
+		return -1;
+	return same_size(blk_image_fd_size(((const struct disk *)parsed)->fd) / 512, saved, err,
+			 errlen);
+}
+
 static int blk_restore(struct virtio_slot *slot, const uint8_t *buf, size_t len, char *err,
 		       size_t errlen)
 {
 	uint64_t saved;
-	if (len != sizeof(saved)) {
-		snprintf(err, errlen, "the saved disk state is %zu bytes, expected %zu", len,
-			 sizeof(saved));
+	if (saved_sectors(buf, len, &saved, err, errlen))
 		return -1;
-	}
-	memcpy(&saved, buf, sizeof(saved));
-	uint64_t now = virtio_blk_capacity(slot->model);
-	if (saved != now) {
-		snprintf(err, errlen, "the image has %llu sectors, the snapshot %llu",
-			 (unsigned long long)now, (unsigned long long)saved);
-		return -1;
-	}
-	return 0;
+	return same_size(virtio_blk_capacity(slot->model), saved, err, errlen);
 }
 
 static const struct device_snapshot_ops blk_snapshot = {
     .quiesce = blk_quiesce,
     .save = blk_save,
+    .check = blk_check,
     .restore = blk_restore,
 };
 
