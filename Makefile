@@ -175,7 +175,7 @@ FUZZ_virtio_rng_SRCS := devices/virtio/rng.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/backends/blk_io.c vmm/base/user_file.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_LIBS := -lpthread -luring
 FUZZ_virtio_net_SRCS := devices/virtio/net.c devices/backends/tap.c devices/backends/slirp.c \
-	devices/backends/slirp_lib.c $(FUZZ_VDEV_SRCS)
+	devices/backends/slirp_lib.c devices/backends/slirp_gate.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_net_LIBS := -lpthread -ldl -luring
 FUZZ_virtio_balloon_SRCS := devices/virtio/balloon.c $(FUZZ_VDEV_SRCS)
 # Per-target libFuzzer options. Device models warn on stderr about every broken driver: keep it

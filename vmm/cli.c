@@ -302,11 +302,15 @@ void cli_usage(void)
 	    "  --dtb                  also hand that tree to the guest (setup_data SETUP_DTB)\n"
 	    "\n"
 	    "Console:\n"
-	    "  --console stdio|none|file=PATH[,max-size=SIZE]\n"
+	    "  --console stdio[,filter=on|off]|none|file=PATH[,max-size=SIZE]\n"
 	    "                         where COM1 goes (default stdio; on a terminal, Ctrl-A x "
 	    "quits);\n"
 	    "                         a file stops growing at max-size (default 64M, 0: no "
-	    "cap)\n"
+	    "cap);\n"
+	    "                         filter: the guest's control bytes and escape sequences "
+	    "are\n"
+	    "                         shown as text (^[), not sent (default: on for a "
+	    "terminal)\n"
 	    "\n"
 	    "Control:\n"
 	    "  --api-sock PATH        serve the JSON control socket at PATH (see minivmm ctl)\n"
@@ -496,15 +500,19 @@ static int parse_cpus(const char *arg, struct vm_config *cfg, char *err, size_t 
 
 static int parse_console(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
 {
+	cfg->console_filter = CONSOLE_FILTER_AUTO; /* a later --console starts afresh */
 	if (!strcmp(arg, "stdio"))
 		cfg->console = CONSOLE_STDIO;
-	else if (!strcmp(arg, "none"))
+	else if (!strcmp(arg, "stdio,filter=on") || !strcmp(arg, "stdio,filter=off")) {
+		cfg->console = CONSOLE_STDIO;
+		cfg->console_filter = arg[14] == 'n' ? CONSOLE_FILTER_ON : CONSOLE_FILTER_OFF;
+	} else if (!strcmp(arg, "none"))
 		cfg->console = CONSOLE_NONE;
 	else if (!strncmp(arg, "file=", 5) && arg[5])
 		return parse_console_file(cfg, arg + 5, err, errlen);
 	else
 		return fail(err, errlen,
-			    "invalid --console '%s' (expected stdio, none or "
+			    "invalid --console '%s' (expected stdio[,filter=on|off], none or "
 			    "file=PATH[,max-size=SIZE])",
 			    arg);
 	return 0;

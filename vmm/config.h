@@ -37,6 +37,8 @@ struct jail_config {
 };
 
 enum console_kind { CONSOLE_STDIO, CONSOLE_NONE, CONSOLE_FILE };
+/* What reaches the console's output (vmm/console_filter.h); auto: filtered on a terminal. */
+enum console_filter_mode { CONSOLE_FILTER_AUTO, CONSOLE_FILTER_ON, CONSOLE_FILTER_OFF };
 
 struct vm_config {
 	const char *kernel_path;
@@ -50,6 +52,8 @@ struct vm_config {
 	bool quiet;
 	bool timing; /* --timing: report the start-up steps (vmm/base/startup_timing.h) */
 	enum console_kind console;
+	/* stdio,filter=on|off */
+	enum console_filter_mode console_filter;
 	const char *console_path; /* file=: console_path_len bytes (not NUL-terminated) */
 	size_t console_path_len;
 	uint64_t console_max_bytes; /* file=PATH: output past this is dropped; 0: no cap */

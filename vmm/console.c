@@ -95,11 +95,14 @@ int console_open(struct console *c, const struct vm_config *cfg)
 		}
 		c->owns_out = true;
 		c->out_max = cfg->console_max_bytes;
+		c->filter = isatty(c->out_fd); /* a file that is a terminal is one too */
 		return 0;
 	}
 	case CONSOLE_STDIO:
 		c->out_fd = STDOUT_FILENO;
 		c->in_fd = STDIN_FILENO;
+		c->filter = cfg->console_filter == CONSOLE_FILTER_ON ||
+			    (cfg->console_filter == CONSOLE_FILTER_AUTO && isatty(STDOUT_FILENO));
 		if (isatty(STDIN_FILENO)) {
 			if (enter_raw_mode() < 0)
 				log_warn("cannot put the terminal in raw mode: %s",
@@ -125,12 +128,19 @@ void console_write(struct console *c, uint8_t byte)
 		c->out_capped = true;
 		return;
 	}
-	for (;;) {
-		ssize_t n = write(c->out_fd, &byte, 1);
-		if (n == 1)
-			c->out_bytes++;
-		if (n == 1 || (n < 0 && errno != EINTR && errno != EAGAIN))
+	uint8_t buf[CONSOLE_FILTER_MAX_OUT];
+	size_t len = 1, done = 0;
+	buf[0] = byte;
+	if (c->filter)
+		len = console_filter_byte(&c->filt, byte, buf);
+	while (done < len) {
+		ssize_t n = write(c->out_fd, buf + done, len - done);
+		if (n > 0) {
+			done += (size_t)n;
+			c->out_bytes += (uint64_t)n;
+		} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
 			return; /* a closed or failing console must not stop the guest */
+		}
 	}
 }
 

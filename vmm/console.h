@@ -1,4 +1,5 @@
-/* The host side of COM1: stdout/stdin (raw mode on a terminal), a file, or nothing. */
+/* The host side of COM1: stdout/stdin (raw mode on a terminal), a file, or nothing; on a
+ * terminal the guest's output is filtered by default (console_filter.h). */
 #ifndef MINIVMM_CONSOLE_H
 #define MINIVMM_CONSOLE_H
 
@@ -7,6 +8,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "console_filter.h"
 
 struct console {
 	int out_fd; /* -1: discard */
@@ -15,6 +17,10 @@ struct console {
 	/* A file console: what was written, the cap (0: none), whether the cap was logged. */
 	uint64_t out_bytes, out_max;
 	bool out_capped;
+	/* Output goes through filt (console_filter.h): --console stdio,filter=on, or by default
+	 * when the output is a terminal. */
+	bool filter;
+	struct console_filter filt;
 	bool raw_tty;
 	pthread_t input_thread;
 	bool input_running;

@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <time.h>
 
+#include "slirp_gate.h"
 #include "slirp_lib.h"
 #include "vmm/base/clock.h"
 #include "vmm/base/event_loop.h"
@@ -63,6 +64,8 @@ struct slirp_be {
 	struct event_timer poll_timer; /* slirp's poll timeout and its own timers */
 	struct slirp_timer timers[MAX_TIMERS];
 	struct log_ratelimit guest_error_log; /* the guest decides how often libslirp complains */
+	struct slirp_gate gate;		      /* what the guest's frames may open on the host */
+	struct log_ratelimit gate_log;
 	uint8_t tx_buf[FRAME_MAX];
 };
 
@@ -73,14 +76,14 @@ static int64_t now_ns(void)
 
 /* ---- frames from slirp towards the guest ---- */
 
-static ssize_t send_packet(const void *buf, size_t len, void *opaque)
+/* A frame towards the guest, queued (or dropped when the queue is full). */
+static void queue_to_guest(struct slirp_be *s, const void *buf, size_t len)
 {
-	struct slirp_be *s = opaque;
 	if (len + NET_HDR_LEN > FRAME_MAX || s->rxq_count == RXQ_FRAMES)
-		return (ssize_t)len; /* dropped: TCP retransmits, as libslirp allows */
+		return;
 	uint8_t *f = malloc(len + NET_HDR_LEN);
 	if (!f)
-		return (ssize_t)len;
+		return;
 	memset(f, 0, NET_HDR_LEN); /* no offloads from slirp */
 	memcpy(f + NET_HDR_LEN, buf, len);
 	unsigned slot = (s->rxq_head + s->rxq_count) % RXQ_FRAMES;
@@ -89,7 +92,14 @@ static ssize_t send_packet(const void *buf, size_t len, void *opaque)
 	s->rxq_count++;
 	if (s->rx_enabled)
 		bottom_half_schedule(s->be.loop, &s->rx_bh);
-	return (ssize_t)len;
+}
+
+static ssize_t send_packet(const void *buf, size_t len, void *opaque)
+{
+	struct slirp_be *s = opaque;
+	slirp_gate_to_guest(&s->gate, buf, len);
+	queue_to_guest(s, buf, len);
+	return (ssize_t)len; /* a dropped frame too: TCP retransmits, as libslirp allows */
 }
 
 static void rx_bh_run(void *opaque)
@@ -245,6 +255,7 @@ static void refresh(struct slirp_be *s)
 		uint32_t ev = ((s->pfds[i].events & POLLIN) ? EPOLLIN : 0) |
 			      ((s->pfds[i].events & POLLOUT) ? EPOLLOUT : 0) |
 			      ((s->pfds[i].events & POLLPRI) ? EPOLLPRI : 0);
+		slirp_gate_socket_opened(&s->gate, s->pfds[i].fd);
 		struct watched_fd *w = watch_slot(s, s->pfds[i].fd);
 		if (!w) {
 			log_grow_failure(s);
@@ -272,6 +283,11 @@ static void refresh(struct slirp_be *s)
 			unwatch(s, w);
 	}
 	arm_poll_timer(s, timeout);
+}
+
+unsigned slirp_backend_sockets(struct net_backend *be)
+{
+	return ((struct slirp_be *)be)->gate.open;
 }
 
 int slirp_backend_poll_fds(struct net_backend *be, int *fds, int max)
@@ -360,10 +376,12 @@ static void timer_mod(void *timer, int64_t expire_ms, void *opaque)
 	bottom_half_schedule(s->be.loop, &s->refresh_bh);
 }
 
+/* libslirp opened fd (the poll set is rebuilt from slirp_pollfds_fill): counted against
+ * max-sockets, as the UDP flow of the frame being input if there is one. */
 static void register_poll_fd(int fd, void *opaque)
 {
-	(void)fd;
-	(void)opaque; /* the poll set is rebuilt from slirp_pollfds_fill */
+	struct slirp_be *s = opaque;
+	slirp_gate_socket_opened(&s->gate, fd);
 }
 
 /* slirp is about to close fd (tcp_close, udp_detach, the accept-once listener, hostfwd removal):
@@ -372,6 +390,7 @@ static void register_poll_fd(int fd, void *opaque)
 static void unregister_poll_fd(int fd, void *opaque)
 {
 	struct slirp_be *s = opaque;
+	slirp_gate_socket_closed(&s->gate, fd);
 	if (fd >= 0 && fd < s->nwatched && s->watched[fd] && s->watched[fd]->used)
 		unwatch(s, s->watched[fd]);
 }
@@ -396,6 +415,29 @@ static const SlirpCb callbacks = {
 
 /* ---- backend operations ---- */
 
+static void log_gate(struct slirp_be *s)
+{
+	switch (s->gate.last_reason) {
+	case SLIRP_GATE_LOOPBACK:
+		log_warn_ratelimited(&s->gate_log,
+				     "user-mode network: the guest's packet to the host's loopback "
+				     "(10.0.2.0/24) held back: host-loopback=off");
+		break;
+	case SLIRP_GATE_RESTRICT:
+		log_warn_ratelimited(
+		    &s->gate_log, "user-mode network: the guest's packet held back: restrict=on");
+		break;
+	case SLIRP_GATE_CAP:
+		log_warn_ratelimited(&s->gate_log,
+				     "user-mode network: the guest has %u host sockets open "
+				     "(max-sockets): new connections and flows held back",
+				     s->gate.open);
+		break;
+	case SLIRP_GATE_NONE:
+		break;
+	}
+}
+
 static int slirp_send(struct net_backend *be, const struct iovec *iov, int iovcnt)
 {
 	struct slirp_be *s = (struct slirp_be *)be;
@@ -408,7 +450,21 @@ static int slirp_send(struct net_backend *be, const struct iovec *iov, int iovcn
 	}
 	if (len <= NET_HDR_LEN)
 		return -EINVAL;
-	s->lib->input(s->slirp, s->tx_buf + NET_HDR_LEN, (int)(len - NET_HDR_LEN));
+	const uint8_t *frame = s->tx_buf + NET_HDR_LEN;
+	size_t flen = len - NET_HDR_LEN;
+	enum slirp_gate_verdict v = slirp_gate_check(&s->gate, frame, flen);
+	if (v != SLIRP_GATE_PASS) {
+		log_gate(s);
+		uint8_t rst[64];
+		size_t n = v == SLIRP_GATE_REFUSE
+			       ? slirp_gate_build_rst(frame, flen, rst, sizeof(rst))
+			       : 0;
+		if (n)
+			queue_to_guest(s, rst, n);
+		return 0; /* sent, as far as the guest knows: held back like a firewall's drop */
+	}
+	s->lib->input(s->slirp, frame, (int)flen);
+	slirp_gate_input_done(&s->gate);
 	bottom_half_schedule(s->be.loop, &s->refresh_bh);
 	return 0;
 }
@@ -444,6 +500,7 @@ static void slirp_destroy(struct net_backend *be)
 		free(s->watched[fd]);
 	free(s->watched);
 	free(s->pfds);
+	slirp_gate_destroy(&s->gate);
 	free(s);
 }
 
@@ -605,7 +662,8 @@ static void read_dns_config_now(const struct slirp_lib *lib, const SlirpConfig *
 	lib->cleanup(probe);
 }
 
-struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct event_loop *loop,
+struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd,
+				       const struct slirp_policy *policy, struct event_loop *loop,
 				       const struct net_backend_client *client, char *err,
 				       size_t errlen)
 {
@@ -621,6 +679,17 @@ struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct 
 	s->be.ops = &slirp_ops;
 	s->be.client = *client;
 	s->be.loop = loop;
+	struct slirp_gate_config gc = {.host_loopback = policy->host_loopback,
+				       .restrict_net = policy->restrict_net,
+				       .max_sockets = policy->max_sockets};
+	for (int i = 0; i < fwd->count && gc.nr_udp_forward_ports < SLIRP_GATE_MAX_FORWARDS; i++) {
+		bool udp;
+		struct in_addr host;
+		int hp, gp;
+		if (!parse_hostfwd(fwd->rules[i], &udp, &host, &hp, &gp) && udp)
+			gc.udp_forward_ports[gc.nr_udp_forward_ports++] = (uint16_t)gp;
+	}
+	slirp_gate_init(&s->gate, &gc);
 	bottom_half_init(&s->rx_bh, rx_bh_run, s);
 	bottom_half_init(&s->refresh_bh, refresh_bh_run, s);
 	if (event_timer_init(loop, &s->poll_timer, poll_timer_run, s)) {
@@ -638,6 +707,7 @@ struct net_backend *slirp_backend_open(const struct slirp_forwards *fwd, struct 
 	if (!s->slirp) {
 		snprintf(err, errlen, "libslirp could not start");
 		event_timer_destroy(loop, &s->poll_timer);
+		slirp_gate_destroy(&s->gate);
 		free(s);
 		return NULL;
 	}

@@ -16,6 +16,9 @@ struct net_options {
 	bool user;    /* user-mode networking (libslirp) */
 	char hostfwd[NET_MAX_HOSTFWD][64];
 	int nr_hostfwd;
+	bool host_loopback;   /* user: the guest reaches the host's 127.0.0.1 as 10.0.2.2 */
+	bool restrict_net;    /* user: the guest reaches nothing but its forwards' clients */
+	uint32_t max_sockets; /* user: libslirp's host sockets at most (0: no cap) */
 	uint8_t mac[6];
 	bool mac_set;
 	enum net_tx_mode tx_mode;

@@ -2,11 +2,12 @@
 # The probe's own TCP (firmware/net/tcp.c) against Linux's, through the user-mode backend on
 # each transport:
 # - test=tcp_stream sends 16 MiB of a known pattern to a listener on the host's loopback
-#   (reached as 10.0.2.2), which checks every byte and that the stream closes cleanly;
+#   (reached as 10.0.2.2 with host-loopback=on), which checks every byte and that the stream
+#   closes cleanly;
 # - test=tcp_sink listens in the guest, reached through a hostfwd rule: `tcpperf send` sends it
 #   16 MiB of the pattern, and the guest checks every byte (one flipped byte is found);
-# - test=tcp_rr connects to `tcpperf rr-server` on the host (10.0.2.2) and does
-#   request/response; both ends count the same transactions;
+# - test=tcp_rr connects to `tcpperf rr-server` on the host (10.0.2.2, host-loopback=on) and
+#   does request/response; both ends count the same transactions;
 # - the user-mode backend offers no offloads, so the probe sends MSS frames (offload=off,
 #   tso_frames=0) even with net.offload on, and a net.offload that is not on/off fails it.
 source "$(dirname "$0")/lib.sh"
@@ -33,7 +34,8 @@ for transport in pci mmio; do
 	on_exit "kill $sink_pid 2>/dev/null"
 	wait_line "$name-sink" out '^port [0-9]+$' 100
 	port=$(sed -n 's/^port //p' "$sink")
-	run_vmm "$name" 120 --kernel "$FW/probe.elf" --memory 256M --net "user,transport=$transport" \
+	run_vmm "$name" 120 --kernel "$FW/probe.elf" --memory 256M \
+		--net "user,transport=$transport,host-loopback=on" \
 		--cmdline "test=tcp_stream net.ip=10.0.2.15/24 net.peer=10.0.2.2 net.peer_port=$port net.tcp_mib=$MIB"
 	expect_probe_pass "$name"
 	# Seconds to the millisecond: a short transfer must not read as 0.0 (netbench divides by it).
@@ -67,7 +69,8 @@ for transport in pci mmio; do
 	on_exit "kill $srv_pid 2>/dev/null"
 	wait_line "$name" port '^[0-9]+$' 100
 	port=$(cat "$TEST_TMP/$name.port")
-	run_vmm "$name" 120 --kernel "$FW/probe.elf" --memory 256M --net "user,transport=$transport" \
+	run_vmm "$name" 120 --kernel "$FW/probe.elf" --memory 256M \
+		--net "user,transport=$transport,host-loopback=on" \
 		--cmdline "test=tcp_rr net.ip=10.0.2.15/24 net.peer=10.0.2.2 net.peer_port=$port net.size=$RR_SIZE net.secs=1"
 	expect_probe_pass "$name"
 	expect_line "$name" out "^probe: tcp_rr size=$RR_SIZE trans=[1-9][0-9]* .* bad=0 "

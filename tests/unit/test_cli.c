@@ -213,7 +213,8 @@ Test(cli_parse, device_option_errors)
 	    {"--rng", "transport=usb", "invalid transport 'usb' (expected mmio or pci)"},
 	    {"--net", "user,bogus=1",
 	     "unknown --net option 'bogus' (expected tap=, user, mac=, tx=, tx-burst=, "
-	     "tx-timer=, poll-us=, tx-uring=, rx-uring=, offload=, hostfwd=, transport=)"},
+	     "tx-timer=, poll-us=, tx-uring=, rx-uring=, offload=, hostfwd=, host-loopback=, "
+	     "restrict=, max-sockets=, transport=)"},
 	    {"--net", "user,tx=fast", "--net: invalid tx 'fast' (expected bh or timer)"},
 	    {"--net", "user,tx-burst=0", "--net: invalid tx-burst '0' (expected 1 to 4096)"},
 	    {"--net", "user,offload=maybe", "--net: invalid offload 'maybe' (expected on or off)"},

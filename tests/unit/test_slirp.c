@@ -50,7 +50,9 @@ static struct tcp_seen {
 	uint32_t seq, ack;
 } tcp_seen[64];
 static int ntcp_seen;
-static bool udp_seen[65536]; /* a UDP datagram to this guest port came */
+static bool udp_seen[65536];	      /* a UDP datagram to this guest port came */
+static uint32_t udp_from_addr[65536]; /* ... from this address and port (the last one) */
+static uint16_t udp_from_port[65536];
 
 /* ---- frames ---- */
 
@@ -177,8 +179,12 @@ static void note_frame(const uint8_t *buf, size_t len)
 	uint16_t type = get16(f + 12);
 	if (type == 0x0806 && len >= 14 + 28 && get16(f + 14 + 6) == 2)
 		arp_reply_seen = true;
-	if (type == 0x0800 && len >= 14 + 28 && f[14 + 9] == IPPROTO_UDP)
-		udp_seen[get16(f + 14 + (f[14] & 0xf) * 4 + 2)] = true;
+	if (type == 0x0800 && len >= 14 + 28 && f[14 + 9] == IPPROTO_UDP) {
+		const uint8_t *udp = f + 14 + (f[14] & 0xf) * 4;
+		udp_seen[get16(udp + 2)] = true;
+		udp_from_addr[get16(udp + 2)] = get32(f + 14 + 12);
+		udp_from_port[get16(udp + 2)] = get16(udp);
+	}
 	if (type != 0x0800 || len < 14 + 20 || f[14 + 9] != IPPROTO_TCP)
 		return;
 	const uint8_t *tcp = f + 14 + (f[14] & 0xf) * 4;
@@ -284,6 +290,12 @@ static void assert_poll_set_watched(const char *when)
 
 /* ---- set-up ---- */
 
+/* What setup() opens the backend with: the host's loopback reachable (the tests' host end
+ * listens there), unless a suite's own set-up says otherwise. */
+static struct slirp_policy policy = {.host_loopback = true,
+				     .max_sockets = SLIRP_DEFAULT_MAX_SOCKETS};
+static struct slirp_forwards forwards;
+
 static void setup(void)
 {
 	cr_assert_eq(event_loop_init(&loop), 0);
@@ -298,7 +310,7 @@ static void setup(void)
 
 	char err[256];
 	struct net_backend_client client = {.rx_ready = rx_ready};
-	be = slirp_backend_open(&(struct slirp_forwards){0}, &loop, &client, err, sizeof(err));
+	be = slirp_backend_open(&forwards, &policy, &loop, &client, err, sizeof(err));
 	cr_assert(be, "%s", err);
 	be->ops->set_rx_enabled(be, true);
 	arp_reply_seen = false;
@@ -670,5 +682,210 @@ Test(slirp, every_socket_is_served_past_256)
 		cr_assert(udp_seen[BASE_PORT + i], "the answer to flow %d never reached the guest",
 			  i);
 	}
+	close(host);
+}
+
+/* ---- what the guest may reach (slirp_gate.h) ---- */
+
+static const struct tcp_seen *rst_to(uint16_t sport)
+{
+	for (int i = 0; i < ntcp_seen; i++)
+		if (tcp_seen[i].dport == sport && (tcp_seen[i].flags & TH_RST))
+			return &tcp_seen[i];
+	return NULL;
+}
+
+/* A UDP socket on 127.0.0.1 (a host service, or a client); its port in *port. */
+static int loopback_udp(uint16_t *port)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* Nothing is waiting on fd (libslirp's sendto is done within the guest's send op, and the
+ * loopback delivers at once, so a datagram let through is there already). */
+static bool nothing_arrived(int fd)
+{
+	char buf[16];
+	return recv(fd, buf, sizeof(buf), MSG_DONTWAIT) == -1 && errno == EAGAIN;
+}
+
+static void run_a_little(void)
+{
+	for (int i = 0; i < 10; i++)
+		event_loop_run_once(&loop, 0);
+}
+
+static void setup_loopback_off(void)
+{
+	policy = (struct slirp_policy){.max_sockets = SLIRP_DEFAULT_MAX_SOCKETS};
+	setup();
+}
+
+/* host-loopback=off (the default): a service on the host's 127.0.0.1 is out of the guest's
+ * reach through 10.0.2.2, any other 10.0.2.0/24 address, and the DNS address's other ports;
+ * a connection is refused at once (a RST), and libslirp never opens a socket for it. */
+Test(slirp_policy, host_loopback_off_keeps_the_hosts_loopback_out_of_reach,
+     .init = setup_loopback_off, .fini = teardown)
+{
+	send_tcp(sport1, isn1, 0, TH_SYN);
+	run_a_little();
+	const struct tcp_seen *rst = rst_to(sport1);
+	cr_assert(rst, "the guest's SYN to 10.0.2.2 is answered with a RST");
+	cr_assert_eq(rst->ack, isn1 + 1);
+	cr_assert(!syn_ack_to(sport1));
+	cr_assert_eq(accept(listener, NULL, NULL), -1, "the host's listener got a connection");
+	uint16_t port;
+	int service = loopback_udp(&port);
+	send_udp_data("10.0.2.2", 42000, port, "a");
+	send_udp_data("10.0.2.77", 42001, port, "b");
+	send_udp_data("10.0.2.255", 42002, port, "c");
+	cr_assert(nothing_arrived(service), "a datagram reached the host's loopback");
+	cr_assert_eq(slirp_backend_sockets(be), 0, "libslirp opened a socket");
+	close(service);
+}
+
+static uint16_t fwd_port;
+static char fwd_rule[64];
+static const char *fwd_rules[1];
+
+static void setup_udp_forward(bool restrict_net)
+{
+	int probe = loopback_udp(&fwd_port); /* a free port for the forward */
+	close(probe);
+	snprintf(fwd_rule, sizeof(fwd_rule), "udp:127.0.0.1:%u-:9000", fwd_port);
+	fwd_rules[0] = fwd_rule;
+	forwards = (struct slirp_forwards){.rules = fwd_rules, .count = 1};
+	policy = (struct slirp_policy){.restrict_net = restrict_net,
+				       .max_sockets = SLIRP_DEFAULT_MAX_SOCKETS};
+	setup();
+}
+
+static void setup_udp_forward_loopback_off(void)
+{
+	setup_udp_forward(false);
+}
+
+static void setup_udp_forward_restricted(void)
+{
+	setup_udp_forward(true);
+}
+
+/* A client on the host's loopback reaches the guest through a UDP forward (it appears as
+ * 10.0.2.2) and gets the guest's answers; the forward's socket takes the guest nowhere else on
+ * the loopback. */
+static void forward_answered_and_no_further(void)
+{
+	uint16_t cport, other_port;
+	int client = loopback_udp(&cport), other = loopback_udp(&other_port);
+	struct sockaddr_in to = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				 .sin_port = htons(fwd_port)};
+	cr_assert_eq(sendto(client, "q", 1, 0, (struct sockaddr *)&to, sizeof(to)), 1);
+	double deadline = now_s() + 5;
+	while (!udp_seen[9000] && now_s() < deadline)
+		event_loop_run_once(&loop, 100);
+	cr_assert(udp_seen[9000], "the forwarded datagram reached the guest");
+	cr_assert_eq(udp_from_addr[9000], 0x0a000202, "from 10.0.2.2");
+	cr_assert_eq(udp_from_port[9000], cport);
+	send_udp_data("10.0.2.2", 9000, cport, "r");
+	char buf[4];
+	cr_assert_eq(recv(client, buf, sizeof(buf), MSG_DONTWAIT), 1, "the answer: %s",
+		     strerror(errno));
+	cr_assert_eq(buf[0], 'r');
+	send_udp_data("10.0.2.2", 9000, other_port, "x");
+	cr_assert(nothing_arrived(other), "the forward's socket reached another loopback port");
+	close(client);
+	close(other);
+}
+
+Test(slirp_policy, udp_forward_from_the_loopback_is_answered_with_host_loopback_off,
+     .init = setup_udp_forward_loopback_off, .fini = teardown)
+{
+	forward_answered_and_no_further();
+}
+
+/* restrict=on: the forward works the same; the guest opens nothing, DNS included. */
+Test(slirp_policy, restrict_leaves_only_the_forwards, .init = setup_udp_forward_restricted,
+     .fini = teardown)
+{
+	forward_answered_and_no_further();
+	unsigned before = slirp_backend_sockets(be);
+	send_udp_data("10.0.2.3", 40300, 53, "q");
+	send_udp_data("192.0.2.1", 40301, 9, "q");
+	send_tcp(sport1, isn1, 0, TH_SYN);
+	run_a_little();
+	cr_assert(rst_to(sport1), "the guest's SYN is refused");
+	cr_assert_eq(slirp_backend_sockets(be), before, "libslirp opened a socket");
+}
+
+#define CAP 50
+
+static void setup_cap(void)
+{
+	policy = (struct slirp_policy){.host_loopback = true, .max_sockets = CAP};
+	setup();
+}
+
+/* max-sockets: one TCP connection and 49 UDP flows fill a cap of 50; past it a new flow and a
+ * new connection are refused, the earlier flows go on both ways, and a socket that closes (the
+ * guest resets the connection) makes room for a new flow. */
+Test(slirp_policy, sockets_past_the_cap_are_refused_and_earlier_flows_go_on, .init = setup_cap,
+     .fini = teardown)
+{
+	enum { BASE_PORT = 43000 };
+	cr_assert_eq(slirp_backend_sockets(be), 0);
+	send_tcp(sport1, isn1, 0, TH_SYN);
+	const struct tcp_seen *sa = run_until_syn_ack(sport1);
+	cr_assert(sa);
+	uint32_t iss1 = sa->seq;
+	send_tcp(sport1, isn1 + 1, iss1 + 1, TH_ACK);
+	run_refresh();
+	int conn1 = accept(listener, NULL, NULL);
+	cr_assert_geq(conn1, 0);
+	uint16_t port;
+	int host = loopback_udp(&port);
+	struct sockaddr_in peers[CAP - 1];
+	for (int i = 0; i < CAP - 1; i++) {
+		send_udp("10.0.2.2", (uint16_t)(BASE_PORT + i), port);
+		socklen_t plen = sizeof(peers[i]);
+		cr_assert_eq(
+		    recvfrom(host, NULL, 0, MSG_DONTWAIT, (struct sockaddr *)&peers[i], &plen), 0,
+		    "flow %d reached the host", i);
+		run_refresh();
+	}
+	cr_assert_eq(slirp_backend_sockets(be), CAP);
+
+	send_udp("10.0.2.2", BASE_PORT + CAP - 1, port);
+	cr_assert(nothing_arrived(host), "a flow past the cap reached the host");
+	send_tcp(sport2, isn2, 0, TH_SYN);
+	run_a_little();
+	cr_assert(rst_to(sport2), "a connection past the cap is refused");
+	cr_assert_eq(accept(listener, NULL, NULL), -1);
+	cr_assert_eq(slirp_backend_sockets(be), CAP);
+
+	for (int i = 0; i < CAP - 1; i++) {
+		send_udp("10.0.2.2", (uint16_t)(BASE_PORT + i), port);
+		cr_assert_eq(recv(host, NULL, 0, MSG_DONTWAIT), 0, "flow %d, again, at the cap", i);
+		cr_assert_eq(
+		    sendto(host, "r", 1, 0, (struct sockaddr *)&peers[i], sizeof(peers[i])), 1);
+		double deadline = now_s() + 5;
+		while (!udp_seen[BASE_PORT + i] && now_s() < deadline)
+			event_loop_run_once(&loop, 100);
+		cr_assert(udp_seen[BASE_PORT + i], "the answer to flow %d", i);
+	}
+
+	send_tcp(sport1, isn1 + 1, iss1 + 1, TH_RST | TH_ACK);
+	run_refresh();
+	cr_assert_eq(slirp_backend_sockets(be), CAP - 1, "the reset connection's socket is gone");
+	send_udp("10.0.2.2", BASE_PORT + CAP - 1, port);
+	cr_assert_eq(recv(host, NULL, 0, MSG_DONTWAIT), 0, "a new flow once there is room");
+	close(conn1);
 	close(host);
 }

@@ -42,7 +42,10 @@ static struct net_backend *open_tap_or_user(const struct net_options *cfg, struc
 					err, errlen);
 	const char *rules[NET_MAX_HOSTFWD];
 	struct slirp_forwards fwd = forwards_of(cfg, rules);
-	return slirp_backend_open(&fwd, loop, client, err, errlen);
+	struct slirp_policy policy = {.host_loopback = cfg->host_loopback,
+				      .restrict_net = cfg->restrict_net,
+				      .max_sockets = cfg->max_sockets};
+	return slirp_backend_open(&fwd, &policy, loop, client, err, errlen);
 }
 
 static int net_create(struct virtio_slot *slot, const struct device_env *env, const char *label)
@@ -206,6 +209,28 @@ static const struct option_desc net_option_table[] = {
      .help = "user: forward HOSTPORT on the host's IPv4 ADDR (default all) to\n"
 	     "GUESTPORT on the guest's 10.0.2.15 (no guest address; repeatable, up to\n"
 	     "8), e.g. hostfwd=tcp::2222-:22"},
+    {.key = "host-loopback",
+     .host = true,
+     .type = OPTION_BOOL,
+     OPTION_FIELD(struct net_options, host_loopback),
+     .help = "user: the guest reaches services on the host's 127.0.0.1 through\n"
+	     "10.0.2.2 (default off: only DNS on 10.0.2.3 and the forwards' clients)"},
+    {.key = "restrict",
+     .host = true,
+     .type = OPTION_BOOL,
+     OPTION_FIELD(struct net_options, restrict_net),
+     .help = "user: the guest opens nothing on the host or beyond (no DNS either);\n"
+	     "only hostfwd rules' clients reach it (default off)"},
+    {.key = "max-sockets",
+     .host = true,
+     .type = OPTION_U32,
+     OPTION_FIELD(struct net_options, max_sockets),
+     .min = 0,
+     .max = 1000000,
+     .arg = "N",
+     .help = "user: host sockets libslirp may hold for the guest (connections,\n"
+	     "UDP source ports, pings); past it new ones are refused (default 512;\n"
+	     "0: no cap)"},
     {NULL},
 };
 
@@ -219,6 +244,7 @@ int net_options_parse(const struct option_list *opts, struct net_options *cfg, c
 	cfg->tx_timer_us = NET_DEFAULT_TX_TIMER_US;
 	cfg->offload = true;
 	cfg->poll_us = UINT32_MAX; /* not given: the default, which depends on tx= */
+	cfg->max_sockets = UINT32_MAX;
 	if (options_parse(net_option_table, opts, what, "transport=", cfg, err, errlen))
 		return -1;
 	if (cfg->poll_us == UINT32_MAX)
@@ -236,10 +262,17 @@ int net_options_parse(const struct option_list *opts, struct net_options *cfg, c
 			 cfg->tx_uring ? "tx-uring" : "rx-uring");
 		return -1;
 	}
-	if (cfg->nr_hostfwd && !cfg->user) {
-		snprintf(err, errlen, "%s: hostfwd= needs the user backend", what);
+	if (!cfg->user && (cfg->nr_hostfwd || cfg->host_loopback || cfg->restrict_net ||
+			   cfg->max_sockets != UINT32_MAX)) {
+		snprintf(err, errlen, "%s: %s= needs the user backend", what,
+			 cfg->nr_hostfwd      ? "hostfwd"
+			 : cfg->host_loopback ? "host-loopback"
+			 : cfg->restrict_net  ? "restrict"
+					      : "max-sockets");
 		return -1;
 	}
+	if (cfg->max_sockets == UINT32_MAX)
+		cfg->max_sockets = SLIRP_DEFAULT_MAX_SOCKETS;
 	return 0;
 }
 
