@@ -18,7 +18,7 @@ CFLAGS  += $(CFLAGS_COMMON)
 LDLIBS  := -lpthread -Wl,-Bstatic -lfdt -luring -lseccomp -Wl,-Bdynamic -ldl
 LDFLAGS += $(LDFLAGS_SAN)
 
-VMM_SRCS  := $(wildcard vmm/*.c vmm/base/*.c vmm/kinds/*.c devices/*.c devices/virtio/*.c \
+VMM_SRCS  := $(wildcard vmm/*.c base/*.c vmm/kinds/*.c devices/*.c devices/virtio/*.c \
 	devices/backends/*.c arch/x86/*.c)
 VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/seccomp_programs.o
 # Everything but main() is also linked into the unit tests.
@@ -155,24 +155,24 @@ FUZZ_BUILD   := build-fuzz
 FUZZ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -O1 -g -D_GNU_SOURCE -I. -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
-FUZZ_virtqueue_SRCS := devices/virtio/virtqueue.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c
+FUZZ_virtqueue_SRCS := devices/virtio/virtqueue.c base/guest_mem.c base/thread_sandbox.c
 FUZZ_json_SRCS := vmm/json.c
 FUZZ_snapshot_state_SRCS := vmm/snapshot_format.c
 FUZZ_snapshot_state_CFLAGS := -Wno-gnu-variable-sized-type-not-at-end
 FUZZ_virtio_mmio_SRCS := devices/virtio/mmio.c devices/virtio/virtio.c devices/virtio/virtqueue.c \
-	devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c vmm/base/event_loop.c vmm/base/adaptive_poll.c vmm/base/log.c vmm/options.c
+	devices/virtio/rng.c base/guest_mem.c base/thread_sandbox.c base/event_loop.c base/adaptive_poll.c base/log.c vmm/options.c
 FUZZ_virtio_pci_SRCS := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
-	devices/virtio/virtqueue.c devices/virtio/rng.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c vmm/base/event_loop.c vmm/base/adaptive_poll.c \
-	vmm/base/log.c vmm/base/io_bus.c vmm/options.c
+	devices/virtio/virtqueue.c devices/virtio/rng.c base/guest_mem.c base/thread_sandbox.c base/event_loop.c base/adaptive_poll.c \
+	base/log.c base/io_bus.c vmm/options.c
 # (arch/x86 less what needs KVM, libfdt or the legacy devices.)
 FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x86/host_cpuid.c arch/x86/machine.c \
-	arch/x86/fdt.c arch/x86/pc_devices.c,$(wildcard arch/x86/*.c)) vmm/base/guest_mem.c vmm/base/thread_sandbox.c \
-	vmm/base/startup_timing.c
+	arch/x86/fdt.c arch/x86/pc_devices.c,$(wildcard arch/x86/*.c)) base/guest_mem.c base/thread_sandbox.c \
+	base/startup_timing.c
 # The device targets (fuzz_vdev.h): a device model over the virtio core, no transport.
-FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c vmm/base/guest_mem.c vmm/base/thread_sandbox.c \
-	vmm/base/event_loop.c vmm/base/adaptive_poll.c vmm/base/log.c vmm/options.c
+FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c base/guest_mem.c base/thread_sandbox.c \
+	base/event_loop.c base/adaptive_poll.c base/log.c vmm/options.c
 FUZZ_virtio_rng_SRCS := devices/virtio/rng.c $(FUZZ_VDEV_SRCS)
-FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/backends/blk_io.c vmm/base/user_file.c $(FUZZ_VDEV_SRCS)
+FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/backends/blk_io.c base/user_file.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_LIBS := -lpthread -luring
 FUZZ_virtio_net_SRCS := devices/virtio/net.c devices/backends/tap.c devices/backends/slirp.c \
 	devices/backends/slirp_lib.c devices/backends/slirp_gate.c $(FUZZ_VDEV_SRCS)
@@ -206,7 +206,7 @@ FUZZ_snapshot_state_FLAGS := -max_len=32768
 .SECONDEXPANSION:
 .PRECIOUS: $(FUZZ_BUILD)/fuzz_%
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*.h \
-		vmm/base/*.h devices/*.h devices/virtio/*.h devices/backends/*.h arch/x86/*.h)
+		base/*.h devices/*.h devices/virtio/*.h devices/backends/*.h arch/x86/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_$*_CFLAGS) -o $@ $(filter %.c,$^) $(or $(FUZZ_$*_LIBS),-lpthread)
 
@@ -250,7 +250,7 @@ FUZZ_virtio_balloon_COV := devices/virtio/balloon.c
 
 .PRECIOUS: $(FUZZ_COV_BUILD)/fuzz_%
 $(FUZZ_COV_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*.h \
-		vmm/base/*.h devices/*.h devices/virtio/*.h devices/backends/*.h arch/x86/*.h)
+		base/*.h devices/*.h devices/virtio/*.h devices/backends/*.h arch/x86/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_COV_CFLAGS) $(FUZZ_$*_CFLAGS) -o $@ $(filter %.c,$^) \
 		$(or $(FUZZ_$*_LIBS),-lpthread)
@@ -266,7 +266,7 @@ format:
 	clang-format -i $(FORMAT_SRCS)
 check-format:
 	clang-format --dry-run -Werror $(FORMAT_SRCS)
-# The include arrows point one way, vmm/ -> arch/ -> devices/ -> vmm/base/ (check-layers.sh).
+# The include arrows point one way, vmm/ -> arch/ -> devices/ -> base/ (check-layers.sh).
 check-layers:
 	./scripts/check-layers.sh
 # No pipe into head, grep -q or an early awk exit in a script under pipefail (check-pipes.sh).

@@ -1,5 +1,5 @@
 /* Adaptive polling's policy (adaptive_poll.h has the rules). */
-#include "vmm/base/adaptive_poll.h"
+#include "base/adaptive_poll.h"
 
 static uint64_t initial_window(const struct adaptive_poll *p)
 {

@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vmm/base/clock.h"
-#include "vmm/base/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 #define MAX_EVENTS 64
 

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "vmm/base/adaptive_poll.h"
+#include "base/adaptive_poll.h"
 
 typedef void (*event_fd_fn)(void *opaque, uint32_t events);
 typedef void (*event_cb_fn)(void *opaque);

@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 #define SLP_TYP_SHIFT 2
 #define SLP_TYP_MASK  0x7

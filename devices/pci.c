@@ -3,7 +3,7 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 #define CONFIG_ADDRESS_ENABLE 0x80000000u
 #define ECAM_BUS_SHIFT	      20

@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "vmm/base/io_bus.h"
-#include "vmm/base/log.h"
+#include "base/io_bus.h"
+#include "base/log.h"
 
 #define PCI_CFG_SIZE	 256  /* conventional configuration space */
 #define PCI_EXT_CFG_SIZE 4096 /* ECAM window per function; 256..4095 read as 0 */

@@ -95,7 +95,7 @@ echo "virtio-blk, transport=$TRANSPORT, cache=none, guest: $GUEST; medians of $R
 if [ -z "$BASELINE" ]; then
 	printf '%-18s %12s %12s %10s\n' metric minivmm qemu ratio
 else
-	printf '%-18s %12s %12s %10s %12s %14s\n' metric minivmm qemu ratio baseline minivmm/base
+	printf '%-18s %12s %12s %10s %12s %14s\n' metric minivmm qemu ratio baseline minibase
 fi
 for i in 0 1 2; do
 	mv=$(awk -v c=$((i + 1)) '{print $c}' "$TMP/minivmm.results" | median)

@@ -1,20 +1,16 @@
 #!/usr/bin/env bash
-# Layer check (`make check-layers`, part of `make test`): the include arrows between the VMM's
-# source directories point one way, from the top level down:
+# Layer check (`make check-layers`, part of `make test`): each top-level source folder is a
+# layer, and a file may include its own layer and the ones below, never one above:
 #
-#   vmm/ (main, cli, api, vm, vcpus, device registry, kinds/, ...)
-#     -> arch/x86/ -> devices/ -> vmm/base/
-#     -> devices/  -> vmm/base/
+#   vmm/      the VMM: KVM, command line, control socket, snapshots, sandbox, device kinds
+#   arch/     the machine the guest sees (x86: boot protocols, tables, legacy devices)
+#   devices/  device models and their host back ends
+#   base/     the ground floor: event loop, guest memory, logging, the I/O bus
 #
-#   vmm/       (not base/) may include anything
-#   arch/      may include arch/, devices/ and vmm/base/
-#   devices/   may include devices/ and vmm/base/
-#   vmm/base/  may include vmm/base/ only
-#
-# Every #include "..." in a .c or .h file under vmm/, devices/ and arch/ is resolved as the
-# compiler does (next to the including file first, then from the repository root: -I.); one
-# that names a file of a higher layer is printed as file:line and makes the script exit 1.
-# Quoted includes that resolve to neither (none today) are not the layers' business.
+# Every #include "..." in a .c or .h file under those folders is resolved as the compiler does
+# (next to the including file first, then from the repository root: -I.); one that names a
+# file of a higher layer is printed as file:line and makes the script exit 1. Quoted includes
+# that resolve to neither (none today) are not the layers' business.
 #
 # Usage: scripts/check-layers.sh [ROOT]   (default: the repository this script is in)
 set -u
@@ -25,14 +21,14 @@ cd "$ROOT" || exit 2
 # Prints nothing for a path outside the four layers.
 rank() {
 	case $1 in
-	vmm/base/*) echo 0 ;;
+	base/*) echo 0 ;;
 	devices/*) echo 1 ;;
 	arch/*) echo 2 ;;
 	vmm/*) echo 3 ;;
 	esac
 }
-NAMES=(vmm/base/ devices/ arch/ "top-level vmm/")
-ALLOWED=("vmm/base/" "devices/ and vmm/base/" "arch/, devices/ and vmm/base/" "anything")
+NAMES=(base/ devices/ arch/ vmm/)
+ALLOWED=("base/" "devices/ and base/" "arch/, devices/ and base/" "every layer")
 
 bad=0
 files=0
@@ -64,12 +60,12 @@ while IFS= read -r -d '' file; do
 			bad=$((bad + 1))
 		fi
 	done < <(grep -n -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file")
-done < <(find vmm devices arch -type f \( -name '*.c' -o -name '*.h' \) -print0 | sort -z)
+done < <(find vmm arch devices base -type f \( -name '*.c' -o -name '*.h' \) -print0 | sort -z)
 
 if [ "$bad" -gt 0 ]; then
 	echo "check-layers: $bad include(s) point the wrong way" \
-		"(vmm/ -> arch/ -> devices/ -> vmm/base/)" >&2
+		"(vmm/ -> arch/ -> devices/ -> base/)" >&2
 	exit 1
 fi
 echo "check-layers: $includes includes in $files files, every arrow points down" \
-	"(vmm/ -> arch/ -> devices/ -> vmm/base/)"
+	"(vmm/ -> arch/ -> devices/ -> base/)"

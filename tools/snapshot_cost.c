@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 #include "vmm/snapshot_files.h"
 #include "vmm/snapshot_format.h"
 

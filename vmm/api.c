@@ -23,9 +23,9 @@
 #include "vcpu.h"
 #include "virtio_devices.h"
 #include "vm.h"
-#include "vmm/base/clock.h"
-#include "vmm/base/fd_passing.h"
-#include "vmm/base/log.h"
+#include "base/clock.h"
+#include "vmm/fd_passing.h"
+#include "base/log.h"
 
 #define API_MAX_CLIENTS 16
 #define PAUSE_WAIT_MS	1000

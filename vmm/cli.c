@@ -12,8 +12,8 @@
 #include "jail.h"
 #include "options.h"
 #include "seccomp.h"
-#include "vmm/base/log.h"
-#include "vmm/base/startup_timing.h"
+#include "base/log.h"
+#include "base/startup_timing.h"
 
 #define MIN_MEMORY (16ULL << 20)
 #define MAX_MEMORY (1ULL << 40)

@@ -50,7 +50,7 @@ struct vm_config {
 	bool populate;
 	bool seccomp; /* run under the system-call allow-list (vmm/seccomp.c) */
 	bool quiet;
-	bool timing; /* --timing: report the start-up steps (vmm/base/startup_timing.h) */
+	bool timing; /* --timing: report the start-up steps (base/startup_timing.h) */
 	enum console_kind console;
 	/* stdio,filter=on|off */
 	enum console_filter_mode console_filter;

@@ -12,9 +12,9 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "vmm/base/log.h"
-#include "vmm/base/thread_sandbox.h"
-#include "vmm/base/user_file.h"
+#include "base/log.h"
+#include "base/thread_sandbox.h"
+#include "base/user_file.h"
 
 #define CTRL_A 0x01
 

@@ -12,7 +12,7 @@
 
 #include "json.h"
 #include "snapshot_files.h"
-#include "vmm/base/fd_passing.h"
+#include "vmm/fd_passing.h"
 
 #define CTL_TIMEOUT_S 10
 /* A snapshot writes all of guest RAM before it answers. */

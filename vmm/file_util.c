@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vmm/base/log.h"
-#include "vmm/base/user_file.h"
+#include "base/log.h"
+#include "base/user_file.h"
 
 int read_whole_file(const char *path, const char *what, size_t max_size, uint8_t **buf,
 		    size_t *size)

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 struct msi_route {
 	uint32_t addr_lo, addr_hi, data;

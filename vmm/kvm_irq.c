@@ -6,7 +6,7 @@
 #include <sys/ioctl.h>
 
 #include "vm.h"
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 static int ioeventfd(struct vm *vm, uint64_t addr, uint32_t len, bool pio, bool datamatch,
 		     uint64_t value, int fd, bool deassign)

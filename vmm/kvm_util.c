@@ -7,7 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 int kvm_open(void)
 {

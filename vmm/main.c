@@ -29,8 +29,8 @@
 #include "vcpu.h"
 #include "virtio_devices.h"
 #include "vm.h"
-#include "vmm/base/log.h"
-#include "vmm/base/startup_timing.h"
+#include "base/log.h"
+#include "base/startup_timing.h"
 
 #define CMDLINE_BUF_SIZE 65536
 

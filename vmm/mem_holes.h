@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "guest_mem.h"
+#include "base/guest_mem.h"
 
 #define MEM_HOLES_WINDOW 512 /* pagemap entries read at once: 2 MiB of RAM */
 

@@ -15,8 +15,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "vmm/base/log.h"
-#include "vmm/base/thread_sandbox.h"
+#include "base/log.h"
+#include "base/thread_sandbox.h"
 #include "seccomp_aot.h"
 #include "seccomp_rules.h"
 

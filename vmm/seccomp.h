@@ -55,7 +55,7 @@ int seccomp_install_from(const struct seccomp_aot_program *aot, const struct sec
 
 /* Once the process filter is on: the threads the lower layers start (blk workers, console
  * input, populate) install their role's filter from policy before their next input
- * (vmm/base/thread_sandbox.h). policy must outlive them. */
+ * (base/thread_sandbox.h). policy must outlive them. */
 void seccomp_arm_thread_filters(const struct seccomp_policy *policy);
 
 #endif

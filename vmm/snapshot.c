@@ -13,7 +13,7 @@
 #include "snapshot_files.h"
 #include "vcpu.h"
 #include "virtio_devices.h"
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 #define PAUSE_WAIT_MS	 1000
 #define MSR_TSC_DEADLINE 0x6e0

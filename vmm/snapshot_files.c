@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "json.h"
-#include "vmm/base/crc32.h"
-#include "vmm/base/mem_holes.h"
+#include "vmm/crc32.h"
+#include "vmm/mem_holes.h"
 
 #define PAGE	     4096
 #define HEADER_MAX   4096

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "snapshot_format.h"
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 #define SNAPSHOT_FORMAT_NAME "minivmm-snapshot"
 #define SNAPSHOT_VERSION     2

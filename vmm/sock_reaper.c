@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 enum { ALIVE_FD = 3, DONE_FD = 4, DIR_FD = 5 };
 

@@ -14,8 +14,8 @@
 #include "arch/x86/cpu.h"
 #include "cli.h"
 #include "seccomp.h"
-#include "vmm/base/log.h"
-#include "vmm/base/startup_timing.h"
+#include "base/log.h"
+#include "base/startup_timing.h"
 
 /* Signal used to kick a vCPU thread out of KVM_RUN; its handler does nothing. */
 #define SIG_VCPU_KICK SIGUSR1

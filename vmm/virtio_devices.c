@@ -5,9 +5,9 @@
 
 #include "arch/x86/machine.h"
 #include "devices/virtio/pci.h"
-#include "vmm/base/log.h"
+#include "base/log.h"
 #include "vmm/device_registry.h"
-#include "vmm/base/gsi_routing.h"
+#include "vmm/gsi_routing.h"
 #include "vmm/kvm_irq.h"
 #include "vmm/seccomp.h"
 #include "vmm/vm.h"

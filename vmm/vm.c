@@ -10,9 +10,9 @@
 
 #include "arch/x86/machine.h"
 #include "kvm_util.h"
-#include "vmm/base/gsi_routing.h"
-#include "vmm/base/log.h"
-#include "vmm/base/startup_timing.h"
+#include "vmm/gsi_routing.h"
+#include "base/log.h"
+#include "base/startup_timing.h"
 
 static int add_memory_slots(struct vm *vm)
 {

@@ -9,7 +9,7 @@
 #include "arch/x86/layout.h"
 #include "devices/acpi_sleep.h"
 #include "devices/i8042.h"
-#include "vmm/base/byteorder.h"
+#include "base/byteorder.h"
 
 #define OEM_ID		 "MNVMM "   /* 6 bytes */
 #define OEM_TABLE_ID	 "MINIVMM " /* 8 bytes */

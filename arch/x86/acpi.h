@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "arch/x86/dsdt.h"
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 #define ACPI_RSDP_SIZE	      36 /* revision 2 (ACPI 2.0+) */
 #define ACPI_RSDP_V1_SIZE     20 /* what the first checksum covers */

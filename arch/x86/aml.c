@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "vmm/base/byteorder.h"
+#include "base/byteorder.h"
 
 /* Resource descriptor tags and fields (ACPI 6.5, 6.4.2 and 6.4.3). */
 #define RES_IRQ		    0x22 /* small item: IRQ, 2-byte mask (edge, high, exclusive) */

@@ -12,7 +12,7 @@
 #include "arch/x86/mptable.h"
 #include "arch/x86/pvh.h"
 #include "devices/i8042.h"
-#include "vmm/base/startup_timing.h"
+#include "base/startup_timing.h"
 
 /* acpi_write puts the RSDP at the start of its region. */
 #define ACPI_RSDP_ADDR ACPI_TABLES_START

@@ -9,7 +9,7 @@
 #include "arch/x86/e820.h"
 #include "arch/x86/initrd.h"
 #include "arch/x86/layout.h"
-#include "vmm/base/byteorder.h"
+#include "base/byteorder.h"
 
 _Static_assert(BP_OFF_E820_TABLE + BP_E820_MAX * BP_E820_ENTRY_SIZE <= BP_SIZE,
 	       "e820_table must fit in the zero page");

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 /* boot_params offsets outside the setup header (arch/x86/include/uapi/asm/bootparam.h). */
 #define BP_OFF_ACPI_RSDP_ADDR	 0x070 /* read by Linux 5.0+ (protocol 2.14); older kernels scan */

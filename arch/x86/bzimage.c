@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "arch/x86/layout.h"
-#include "vmm/base/byteorder.h"
+#include "base/byteorder.h"
 
 /* Last field we read is init_size (protocol 2.10+); the header must reach past it. */
 #define BZ_REQUIRED_HDR_END (BZ_OFF_INIT_SIZE + 4)

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 /* Setup header offsets (Documentation/arch/x86/boot.rst), relative to the start of the file
  * and equally to the start of boot_params (the header sits at the same offset in both). */

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 /* Copy cmdline and its NUL to CMDLINE_ADDR. max_len is the longest the kernel accepts (without
  * the NUL); CMDLINE_MAX - 1 applies regardless. Returns 0 or -1 with err. */

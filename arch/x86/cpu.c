@@ -8,7 +8,7 @@
 
 #include "arch/x86/cpuid.h"
 #include "arch/x86/layout.h"
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 #define X86_CR0_PE   (1ULL << 0)
 #define X86_CR0_ET   (1ULL << 4)

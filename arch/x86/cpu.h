@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "arch/x86/boot.h"
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 /* Write the boot GDT, empty IDT and identity page tables (4 GiB, 2 MiB pages, U/S=1 at every
  * level as ../shared/PLATFORM.md requires). Returns 0 or -1 if RAM is too small. */

@@ -6,7 +6,7 @@
 #include <sys/ioctl.h>
 
 #include "arch/x86/host_cpuid.h"
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 #define CPUID_MAX_ENTRIES HOST_CPUID_MAX_ENTRIES
 

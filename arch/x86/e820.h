@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 #define E820_RAM      1 /* same values as XEN_HVM_MEMMAP_TYPE_RAM / _RESERVED */
 #define E820_RESERVED 2

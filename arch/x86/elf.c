@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "arch/x86/layout.h"
-#include "vmm/base/byteorder.h"
+#include "base/byteorder.h"
 
 /* One program header, widened to 64 bits whatever the ELF class. */
 struct phdr {

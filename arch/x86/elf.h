@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 #define XEN_ELFNOTE_PHYS32_ENTRY 18
 

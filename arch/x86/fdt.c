@@ -7,8 +7,8 @@
 #include "arch/x86/dsdt.h"
 #include "arch/x86/layout.h"
 #include "devices/serial.h"
-#include "vmm/base/guest_mem.h"
-#include "vmm/base/log.h"
+#include "base/guest_mem.h"
+#include "base/log.h"
 
 #define FDT_MAX_SIZE   (64 * 1024)
 #define PHANDLE_IOAPIC 1

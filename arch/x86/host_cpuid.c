@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 const struct kvm_cpuid2 *host_cpuid_get(struct host_cpuid *h, int kvm_fd)
 {

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 /* Copy data to the highest page-aligned address a with kernel_end <= a and
  * a + size <= min(addr_max + 1, low RAM end). size 0 places nothing (*addr = 0).

@@ -7,7 +7,7 @@
 
 #include "arch/x86/layout.h"
 #include "devices/virtio/mmio.h"
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 /* Addresses KVM needs for its real-mode TSS and identity map on Intel: top of the 4 GiB hole,
  * clear of the IOAPIC and LAPIC. */

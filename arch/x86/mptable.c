@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "arch/x86/layout.h"
-#include "vmm/base/byteorder.h"
+#include "base/byteorder.h"
 
 #define MP_SPEC_REV	 4 /* 1.4 */
 #define LAPIC_VERSION	 0x14

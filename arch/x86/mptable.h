@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 #define MP_FLOATING_SIZE    16
 #define MP_CONFIG_HDR_SIZE  44

@@ -1,7 +1,7 @@
 #include "pc_devices.h"
 
-#include "vmm/base/io_bus.h"
-#include "vmm/base/log.h"
+#include "base/io_bus.h"
+#include "base/log.h"
 
 static void serial_tx(void *opaque, uint8_t byte)
 {

@@ -7,7 +7,7 @@
 #include "arch/x86/e820.h"
 #include "arch/x86/initrd.h"
 #include "arch/x86/layout.h"
-#include "vmm/base/byteorder.h"
+#include "base/byteorder.h"
 
 /* Layout inside [PVH_START_INFO_ADDR, ZERO_PAGE_ADDR): start_info, one module, memory map. */
 #define MODLIST_ADDR (PVH_START_INFO_ADDR + HVM_START_INFO_SIZE)

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 /* xen/include/public/arch-x86/hvm/start_info.h */
 #define HVM_START_MAGIC_VALUE 0x336ec578u

@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vmm/base/log.h"
-#include "vmm/base/thread_sandbox.h"
-#include "vmm/base/user_file.h"
+#include "base/log.h"
+#include "base/thread_sandbox.h"
+#include "base/user_file.h"
 
 /* Drop the first n bytes of an iovec array in place (after a short transfer). */
 static void iov_advance(struct blk_io *io, uint64_t n)

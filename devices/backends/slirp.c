@@ -13,9 +13,9 @@
 
 #include "slirp_gate.h"
 #include "slirp_lib.h"
-#include "vmm/base/clock.h"
-#include "vmm/base/event_loop.h"
-#include "vmm/base/log.h"
+#include "base/clock.h"
+#include "base/event_loop.h"
+#include "base/log.h"
 
 #define RXQ_FRAMES 256 /* frames slirp produced that the guest has not taken yet */
 #define FRAME_MAX  (NET_HDR_LEN + 65536)

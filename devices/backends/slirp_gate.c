@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 /* The user-mode network's addresses (slirp.c gives libslirp the same). */
 #define NET_ADDR      0x0a000200u /* 10.0.2.0/24 */

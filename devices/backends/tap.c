@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vmm/base/event_loop.h"
-#include "vmm/base/log.h"
+#include "base/event_loop.h"
+#include "base/log.h"
 
 /* Transmit batches through io_uring (tx-uring=on): frames per submission. */
 #define TX_RING_ENTRIES 64

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "vmm/base/event_loop.h"
-#include "vmm/base/log.h"
+#include "base/event_loop.h"
+#include "base/log.h"
 
 #define BALLOON_QUEUE_SIZE 256
 #define Q_INFLATE	   0

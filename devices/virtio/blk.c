@@ -28,9 +28,9 @@
 #include <unistd.h>
 
 #include "devices/backends/blk_io.h"
-#include "vmm/base/byteorder.h"
-#include "vmm/base/event_loop.h"
-#include "vmm/base/log.h"
+#include "base/byteorder.h"
+#include "base/event_loop.h"
+#include "base/log.h"
 
 #define BLK_QUEUE_SIZE	 256
 #define BLK_SECTOR	 512u

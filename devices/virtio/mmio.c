@@ -6,7 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 #define REG_MAGIC	      0x000
 #define REG_VERSION	      0x004

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "devices/virtio/virtio.h"
-#include "vmm/base/event_loop.h"
+#include "base/event_loop.h"
 
 #define VIRTIO_MMIO_SIZE 0x1000ULL /* one device's register window; where they sit is arch's */
 

@@ -8,8 +8,8 @@
 
 #include "devices/backends/net_backend.h"
 #include "devices/virtio/virtio.h"
-#include "vmm/base/event_loop.h"
-#include "vmm/base/log.h"
+#include "base/event_loop.h"
+#include "base/log.h"
 
 /* Feature bits (virtio 1.2, 5.1.3). */
 #define VIRTIO_NET_F_CSUM	0
@@ -545,7 +545,7 @@ static void backend_link_down(void *opaque, const char *why)
 	virtio_dev_unlock(dev);
 }
 
-/* ---- adaptive polling (poll-us; the policy is vmm/base/adaptive_poll.h) ---- */
+/* ---- adaptive polling (poll-us; the policy is base/adaptive_poll.h) ---- */
 
 /* The loop starts polling instead of sleeping: the guest need not kick for transmit frames. */
 static void poll_begin(void *opaque)

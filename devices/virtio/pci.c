@@ -7,7 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 static uint64_t get_le(const uint8_t *p, uint32_t len)
 {

@@ -12,7 +12,7 @@
 
 #include "devices/pci.h"
 #include "devices/virtio/virtio.h"
-#include "vmm/base/event_loop.h"
+#include "base/event_loop.h"
 
 #define VIRTIO_PCI_VENDOR_ID	   0x1af4
 #define VIRTIO_PCI_DEVICE_ID_BASE  0x1040 /* + virtio device id */

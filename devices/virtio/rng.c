@@ -5,8 +5,8 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "vmm/base/event_loop.h"
-#include "vmm/base/log.h"
+#include "base/event_loop.h"
+#include "base/log.h"
 
 #define RNG_QUEUE_SIZE 256
 /* Bytes served per request: a chain may describe up to 4 GiB of buffers (aliasing one page

@@ -8,8 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vmm/base/clock.h"
-#include "vmm/base/log.h"
+#include "base/clock.h"
+#include "base/log.h"
 
 static void serve_early_buffers(void *opaque);
 

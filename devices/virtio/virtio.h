@@ -9,9 +9,9 @@
 #include <stdint.h>
 
 #include "devices/virtio/virtqueue.h"
-#include "vmm/base/event_loop.h"
-#include "vmm/base/io_bus.h"
-#include "vmm/base/log.h"
+#include "base/event_loop.h"
+#include "base/io_bus.h"
+#include "base/log.h"
 
 /* Device status bits (virtio 1.2, 2.1). */
 #define VIRTIO_STATUS_ACKNOWLEDGE	 1

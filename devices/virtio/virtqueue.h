@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 #define VIRTQ_MAX_SIZE 1024
 

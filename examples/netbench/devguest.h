@@ -25,8 +25,8 @@
 #include "devices/virtio/net.h"
 #include "devices/virtio/virtio.h"
 #include "devices/virtio/virtqueue.h"
-#include "vmm/base/event_loop.h"
-#include "vmm/base/guest_mem.h"
+#include "base/event_loop.h"
+#include "base/guest_mem.h"
 #include "vmm/kinds/kinds.h"
 #include "vmm/options.h"
 

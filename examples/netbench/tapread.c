@@ -57,7 +57,7 @@
 #include "devguest.h"
 
 #include "devices/backends/tap.h"
-#include "vmm/base/event_loop.h"
+#include "base/event_loop.h"
 
 #define ETH_HLEN  14
 #define ARP_LEN	  28

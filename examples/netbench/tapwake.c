@@ -50,7 +50,7 @@
 
 #include "devguest.h"
 #include "devices/backends/tap.h"
-#include "vmm/base/event_loop.h"
+#include "base/event_loop.h"
 
 #define ETH_TYPE   0x88b5 // IEEE local experimental: the host stack ignores it
 #define FRAME_LEN  64

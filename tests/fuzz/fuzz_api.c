@@ -40,7 +40,7 @@
 #include "devices/virtio/balloon.h"
 #include "devices/virtio/rng.h"
 #include "vmm/api.h"
-#include "vmm/base/log.h"
+#include "base/log.h"
 #include "vmm/config.h"
 #include "vmm/json.h"
 #include "vmm/kinds/kinds.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vmm/base/log.h"
+#include "base/log.h"
 #include "vmm/cli.h"
 
 #define MAX_WORDS 64

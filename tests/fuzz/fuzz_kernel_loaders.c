@@ -29,7 +29,7 @@
 #include "arch/x86/initrd.h"
 #include "arch/x86/layout.h"
 #include "arch/x86/pvh.h"
-#include "vmm/base/byteorder.h"
+#include "base/byteorder.h"
 
 #define HDR_SIZE    24
 #define CMDLINE_CAP 512

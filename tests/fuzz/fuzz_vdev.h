@@ -27,9 +27,9 @@
 #include <string.h>
 
 #include "devices/virtio/virtio.h"
-#include "vmm/base/event_loop.h"
-#include "vmm/base/guest_mem.h"
-#include "vmm/base/log.h"
+#include "base/event_loop.h"
+#include "base/guest_mem.h"
+#include "base/log.h"
 
 #define FV_RAM_SIZE   (1u << 20)
 #define FV_QSIZE      64

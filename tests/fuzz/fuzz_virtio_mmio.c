@@ -8,8 +8,8 @@
 
 #include "devices/virtio/mmio.h"
 #include "devices/virtio/rng.h"
-#include "vmm/base/event_loop.h"
-#include "vmm/base/log.h"
+#include "base/event_loop.h"
+#include "base/log.h"
 
 #define RAM_SIZE (1u << 20)
 #define SEED_LEN 4096

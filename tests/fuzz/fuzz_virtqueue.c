@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "devices/virtio/virtqueue.h"
-#include "vmm/base/byteorder.h"
-#include "vmm/base/guest_mem.h"
+#include "base/byteorder.h"
+#include "base/guest_mem.h"
 
 #define HDR_SIZE 32
 #define NR_OPS	 16

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 #define CAPTURE_MAX (64 * 1024)
 

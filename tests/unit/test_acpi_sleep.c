@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 
 #include "devices/acpi_sleep.h"
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 static int power_offs;
 

@@ -1,10 +1,10 @@
-/* Adaptive polling's policy (vmm/base/adaptive_poll.h) on a fake clock: the window's start,
+/* Adaptive polling's policy (base/adaptive_poll.h) on a fake clock: the window's start,
  * growth, shrinking and bound; a poll phase that finds nothing ends at its window, one whose
  * clock stands still ends at its round budget, one that finds work ends at once; the fds are
  * asked every ADAPTIVE_POLL_FD_EVERY rounds. */
 #include <criterion/criterion.h>
 
-#include "vmm/base/adaptive_poll.h"
+#include "base/adaptive_poll.h"
 
 /* ---- a fake clock and fake checks ---- */
 

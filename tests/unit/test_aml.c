@@ -5,7 +5,7 @@
 
 #include "arch/x86/aml.h"
 #include "arch/x86/dsdt.h"
-#include "vmm/base/byteorder.h"
+#include "base/byteorder.h"
 
 static uint8_t buf[16384];
 static struct aml a;

@@ -102,7 +102,7 @@ Test(api, status_and_shutdown)
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "vmm/base/fd_passing.h"
+#include "vmm/fd_passing.h"
 #include "vmm/ctl.h"
 #include "vmm/snapshot_files.h"
 

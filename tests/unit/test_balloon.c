@@ -7,8 +7,8 @@
 #include <sys/mman.h>
 
 #include "devices/virtio/balloon.h"
-#include "vmm/base/event_loop.h"
-#include "vmm/base/guest_mem.h"
+#include "base/event_loop.h"
+#include "base/guest_mem.h"
 
 #define RAM_SIZE (4u << 20)
 #define QSIZE	 8

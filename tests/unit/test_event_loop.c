@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vmm/base/event_loop.h"
+#include "base/event_loop.h"
 
 static struct event_loop loop;
 static struct bottom_half a, b, c;

@@ -8,7 +8,7 @@
 
 #include "arch/x86/dsdt.h"
 #include "arch/x86/fdt.h"
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 static struct guest_mem mem;
 

@@ -1,4 +1,4 @@
-/* Guest RAM's mapping (vmm/base/guest_mem.c): which parts may use transparent huge pages, and
+/* Guest RAM's mapping (base/guest_mem.c): which parts may use transparent huge pages, and
  * its pagemap descriptor, which must not show host physical addresses. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 
 #include <linux/capability.h>
 
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 /* The VmFlags line of the /proc/self/smaps entry that starts at addr; false if none does. */
 static bool vma_flags(const void *addr, char *flags, size_t size)

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "log_capture.h"
-#include "vmm/base/log.h"
+#include "base/log.h"
 
 #define SEC 1000000000ULL
 

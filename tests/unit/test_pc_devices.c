@@ -3,8 +3,8 @@
 #include <criterion/criterion.h>
 
 #include "arch/x86/pc_devices.h"
-#include "vmm/base/io_bus.h"
-#include "vmm/base/log.h"
+#include "base/io_bus.h"
+#include "base/log.h"
 
 struct calls {
 	uint8_t tx[8];

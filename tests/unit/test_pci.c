@@ -7,7 +7,7 @@
 #include "arch/x86/layout.h"
 #include "devices/pci.h"
 #include "log_capture.h"
-#include "vmm/base/io_bus.h"
+#include "base/io_bus.h"
 
 static struct io_bus mmio, pio;
 static struct pci_bus bus;

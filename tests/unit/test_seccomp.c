@@ -31,8 +31,8 @@
 #include <unistd.h>
 
 #include "devices/backends/blk_io.h"
-#include "vmm/base/guest_mem.h"
-#include "vmm/base/fd_passing.h"
+#include "base/guest_mem.h"
+#include "vmm/fd_passing.h"
 #include "vmm/seccomp.h"
 #include "vmm/snapshot_files.h"
 

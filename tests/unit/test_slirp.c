@@ -25,7 +25,7 @@
 #include "devices/backends/net_backend.h"
 #include "devices/backends/slirp.h"
 #include "devices/virtio/net.h"
-#include "vmm/base/event_loop.h"
+#include "base/event_loop.h"
 #include "vmm/seccomp.h"
 
 #define FRAME_MAX 2048

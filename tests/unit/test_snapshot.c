@@ -21,7 +21,7 @@
 #include "vmm/snapshot_files.h"
 #include "vmm/snapshot_format.h"
 #include "vmm/virtio_devices.h"
-#include "vmm/base/crc32.h"
+#include "vmm/crc32.h"
 
 #define MEM (16ULL << 20)
 

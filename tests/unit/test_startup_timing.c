@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/base/startup_timing.h"
+#include "base/startup_timing.h"
 #include "vmm/cli.h"
 
 static char line[640];

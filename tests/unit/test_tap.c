@@ -27,7 +27,7 @@
 
 #include "devices/backends/tap.h"
 #include "log_capture.h"
-#include "vmm/base/event_loop.h"
+#include "base/event_loop.h"
 
 #define ETH_TYPE_LOCAL 0x88b5 /* IEEE local experimental: the host stack ignores it */
 #define FRAME_LEN      (NET_HDR_LEN + 64)

@@ -13,7 +13,7 @@
 #include "devices/backends/blk_io.h"
 #include "devices/virtio/blk.h"
 #include "log_capture.h"
-#include "vmm/base/user_file.h"
+#include "base/user_file.h"
 #include "vmm/console.h"
 #include "vmm/file_util.h"
 #include "vmm/kinds/kinds.h"

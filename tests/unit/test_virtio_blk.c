@@ -19,8 +19,8 @@
 
 #include "devices/backends/blk_io.h"
 #include "devices/virtio/blk.h"
-#include "vmm/base/event_loop.h"
-#include "vmm/base/guest_mem.h"
+#include "base/event_loop.h"
+#include "base/guest_mem.h"
 #include "vmm/kinds/kinds.h"
 #include "vmm/options.h"
 

@@ -12,7 +12,7 @@
 #include "devices/backends/net_backend.h"
 #include "devices/virtio/net.h"
 #include "devices/virtio/virtio.h"
-#include "vmm/base/event_loop.h"
+#include "base/event_loop.h"
 #include "vmm/kinds/kinds.h"
 #include "vmm/options.h"
 

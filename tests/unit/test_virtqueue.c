@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 
 #include "devices/virtio/virtqueue.h"
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 
 #define RAM_SIZE  (1u << 20)
 #define DESC_GPA  0x1000u

@@ -10,8 +10,8 @@
 #include <sys/mman.h>
 
 #include "arch/x86/bzimage.h"
-#include "vmm/base/byteorder.h"
-#include "vmm/base/guest_mem.h"
+#include "base/byteorder.h"
+#include "base/guest_mem.h"
 
 #define MiB (1024ULL * 1024)
 #define GiB (1024ULL * MiB)

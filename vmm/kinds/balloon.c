@@ -9,7 +9,7 @@
 
 #include "devices/virtio/balloon.h"
 #include "vmm/api.h"
-#include "vmm/base/guest_mem.h"
+#include "base/guest_mem.h"
 #include "vmm/device_registry.h"
 #include "vmm/json.h"
 #include "vmm/options.h"

@@ -13,7 +13,7 @@
 #include "devices/virtio/blk.h"
 #include "devices/backends/blk_io.h"
 #include "vmm/device_registry.h"
-#include "vmm/base/user_file.h"
+#include "base/user_file.h"
 #include "vmm/options.h"
 #include "vmm/seccomp.h"
 #include "vmm/virtio_devices.h"

@@ -9,7 +9,7 @@
 #include "devices/backends/slirp.h"
 #include "devices/backends/tap.h"
 #include "devices/virtio/net.h"
-#include "vmm/base/log.h"
+#include "base/log.h"
 #include "vmm/device_registry.h"
 #include "vmm/json.h"
 #include "vmm/options.h"
