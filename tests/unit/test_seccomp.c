@@ -945,21 +945,27 @@ Test(seccomp, a_thread_may_narrow_only_itself)
 }
 
 /* The real pre-faulting thread (guest_mem.c), started once the filters are armed as in the
- * VMM: it lowers its priority, narrows itself, faults RAM in and ends, all without a refused
- * call. */
+ * VMM (guest RAM is mapped before them, with its own madvise calls): it lowers its priority,
+ * narrows itself, faults RAM in and ends, all without a refused call. */
+static struct guest_mem populate_mem;
+
+static void map_guest_ram(void)
+{
+	if (guest_mem_init(&populate_mem, 16ULL << 20, true))
+		_exit(20);
+}
+
 static void populate_thread_runs_narrowed(void)
 {
-	static struct guest_mem mem;
 	seccomp_arm_thread_filters(&policy);
-	if (guest_mem_init(&mem, 16ULL << 20, true))
-		_exit(20);
-	guest_mem_start_populate(&mem);
-	guest_mem_destroy(&mem);
+	guest_mem_start_populate(&populate_mem);
+	guest_mem_destroy(&populate_mem);
 }
 
 Test(seccomp, populate_thread_runs_under_its_own_filter)
 {
 	skip_under_sanitizers();
 	policy.needs = everything;
+	prepare = map_guest_ram;
 	expect_exit_0(populate_thread_runs_narrowed);
 }
