@@ -73,8 +73,8 @@ int file_limit_apply(uint64_t bytes, char *err, size_t errlen)
 		return -1;
 	}
 	/* Only ever lower it: one the caller set already stays if it is tighter. */
-	rlim_t cap = now.rlim_max == RLIM_INFINITY || bytes < now.rlim_max ? (rlim_t)bytes
-									    : now.rlim_max;
+	rlim_t cap =
+	    now.rlim_max == RLIM_INFINITY || bytes < now.rlim_max ? (rlim_t)bytes : now.rlim_max;
 	struct rlimit lim = {.rlim_cur = cap, .rlim_max = cap};
 	if (now.rlim_cur != RLIM_INFINITY && now.rlim_cur < cap)
 		lim.rlim_cur = now.rlim_cur;

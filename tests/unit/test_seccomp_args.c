@@ -164,8 +164,10 @@ static void raw_and_unix_sockets_fail(void)
 static void ip_sockets_work(void)
 {
 	static const int tries[][2] = {
-	    {AF_INET, SOCK_STREAM | SOCK_NONBLOCK}, {AF_INET, SOCK_DGRAM},
-	    {AF_INET6, SOCK_STREAM},		    {AF_INET6, SOCK_DGRAM},
+	    {AF_INET, SOCK_STREAM | SOCK_NONBLOCK},
+	    {AF_INET, SOCK_DGRAM},
+	    {AF_INET6, SOCK_STREAM},
+	    {AF_INET6, SOCK_DGRAM},
 	};
 	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
 		int fd = socket(tries[i][0], tries[i][1] | SOCK_CLOEXEC, 0);
@@ -273,8 +275,7 @@ static void unix_sockets_stay_where_they_are(void)
 	    connect(listener, (struct sockaddr *)&a, sizeof(a)) != -1)
 		_exit(12);
 	/* the listener is the control socket still: nothing reached the other one */
-	if (fcntl(other, F_SETFL, O_NONBLOCK) || accept(other, NULL, NULL) != -1 ||
-	    errno != EAGAIN)
+	if (fcntl(other, F_SETFL, O_NONBLOCK) || accept(other, NULL, NULL) != -1 || errno != EAGAIN)
 		_exit(13);
 }
 
