@@ -22,6 +22,7 @@
 #include "devices/pci.h"
 #include "devices/serial.h"
 #include "file_util.h"
+#include "file_limit.h"
 #include "jail.h"
 #include "seccomp.h"
 #include "snapshot.h"
@@ -403,6 +404,12 @@ int main(int argc, char **argv)
 		goto out_vcpus;
 	if (cfg.api_sock_path && !(api = api_server_start(&vm, cfg.api_sock_path))) {
 		status = EXIT_USAGE;
+		goto out_vcpus;
+	}
+	/* Every file is open: none may grow past what the VM needs (before the jail: /proc). */
+	char limit_err[160];
+	if (cfg.seccomp && file_limit_apply(file_limit_for(&cfg), limit_err, sizeof(limit_err))) {
+		log_error("%s", limit_err);
 		goto out_vcpus;
 	}
 	if (enter_jail(&cfg)) {

@@ -7,7 +7,9 @@
  * allowed by request number: the KVM calls a running VM makes, TUNSETOFFLOAD, libslirp's FIONREAD
  * and the terminal get/set the console uses (never TIOCSTI). Set-up calls (KVM_CREATE_*, TUNSETIFF,
  * TUNSETSNDBUF, BLKGETSIZE64, opening files) happen before the filters and are not allowed at
- * all. A refused call traps.
+ * all. Sockets, their options, madvise, fallocate and memory protection are allowed with the
+ * arguments in arg_rules only: no socket but TCP, UDP and ICMP echo over IP, no descriptor
+ * passing out, no executable memory. A refused call traps.
  *
  * Used twice: by tools/seccomp_gen.c at build time (the BPF of every role and needs, in
  * $(BUILD)/gen/seccomp_programs.c) and by vmm/seccomp.c at run time when that cannot be used.
@@ -16,10 +18,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/if_tun.h>
 #include <linux/io_uring.h>
 #include <linux/kvm.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +32,12 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 /* Roles as bits. START: only in the process filter, i.e. every thread before it narrows itself
  * (naming, pinning, installing its own filter). */
@@ -54,8 +64,8 @@ struct syscall_rule {
 	enum need need;
 };
 
-/* Calls allowed whatever their arguments. tgkill, fcntl, the stat family, openat and the
- * thread start-up calls have argument checks (add_rules). */
+/* Calls allowed whatever their arguments. Those in arg_rules, tgkill, fcntl, the stat family,
+ * openat and the thread start-up calls have argument checks (add_rules). */
 static const struct syscall_rule syscalls[] = {
     /* file descriptors: KVM, taps, eventfds, stdio; console input reads stdin */
     {"read", CORE | CONIN, ALWAYS},
@@ -74,7 +84,6 @@ static const struct syscall_rule syscalls[] = {
     {"pwritev2", BLK, ALWAYS},
     {"fdatasync", BLK, ALWAYS},
     {"fsync", BLK, ALWAYS},
-    {"fallocate", BLK, ALWAYS},
     /* a disk on io_uring: submitted from the I/O thread, drained on reset (vCPU) and at exit;
      * the ring itself only takes blk's opcodes (blk_io.c) */
     {"io_uring_enter", MAIN | VCPU | IO, IO_URING},
@@ -112,37 +121,29 @@ static const struct syscall_rule syscalls[] = {
     {"rt_sigreturn", ANY, ALWAYS},
     {"rt_sigaction", ANY, ALWAYS},
     {"sigaltstack", ANY, ALWAYS},
-    /* memory (madvise: the balloon, pre-faulting, a thread's stack at its exit) */
-    {"mmap", ANY, ALWAYS},
+    /* memory (mmap, mprotect and madvise: arg_rules) */
     {"munmap", ANY, ALWAYS},
-    {"mprotect", ANY, ALWAYS},
-    {"madvise", ANY, ALWAYS},
     {"brk", ANY, ALWAYS},
     {"mremap", ANY, ALWAYS},
-    /* libslirp, on the I/O thread; its sockets are shut down at exit */
-    {"socket", IO, USER_NET},
+    /* libslirp, on the I/O thread (socket, setsockopt, getsockopt: arg_rules); its sockets are
+     * shut down at exit. No sendmsg, sendmmsg or recvmmsg: neither libslirp nor the control
+     * socket sends with them, and sendmsg is how a descriptor would be passed out. */
     {"connect", IO, USER_NET},
     {"bind", IO, USER_NET},
     {"listen", IO, USER_NET},
     {"accept", IO, USER_NET},
     {"accept4", IO, USER_NET},
     {"shutdown", MAIN | IO, USER_NET},
-    {"setsockopt", IO, USER_NET},
-    {"getsockopt", IO, USER_NET},
     {"getsockname", IO, USER_NET},
     {"getpeername", IO, USER_NET},
     {"sendto", IO, USER_NET},
     {"recvfrom", IO, USER_NET},
-    {"sendmsg", IO, USER_NET},
-    {"recvmsg", IO, USER_NET},
-    {"sendmmsg", IO, USER_NET},
-    {"recvmmsg", IO, USER_NET},
+    {"recvmsg", IO, USER_NET}, /* MSG_ERRQUEUE: a UDP flow's ICMP errors */
     /* the control socket's clients, on the I/O thread (its file is removed at exit by a
      * helper process, sock_reaper.c: no thread may unlink) */
     {"accept4", IO, CONTROL_SOCKET},
     {"sendto", IO, CONTROL_SOCKET},
     {"recvfrom", IO, CONTROL_SOCKET},
-    {"getsockopt", IO, CONTROL_SOCKET}, /* SO_PEERCRED: the client's uid */
     /* its "snapshot": written into files the client created and passed (SCM_RIGHTS);
      * no thread creates a file or a directory */
     {"recvmsg", IO, CONTROL_SOCKET},
@@ -152,6 +153,79 @@ static const struct syscall_rule syscalls[] = {
     /* which pages of guest RAM never held data (mem_holes.c: /proc/self/pagemap, opened at
      * start) */
     {"pread64", IO, CONTROL_SOCKET},
+};
+
+/* One argument compared as the kernel reads it: an int, 32 bits. */
+#define ARG(n, value)                                                                              \
+	{                                                                                          \
+		.arg = (n), .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffu,                      \
+		.datum_b = (uint32_t)(value)                                                       \
+	}
+/* A socket type, with or without SOCK_CLOEXEC and SOCK_NONBLOCK. */
+#define SOCK_TYPE(type)                                                                            \
+	{                                                                                          \
+		.arg = 1, .op = SCMP_CMP_MASKED_EQ,                                                \
+		.datum_a = 0xffffffffu & ~(uint32_t)(SOCK_CLOEXEC | SOCK_NONBLOCK),                \
+		.datum_b = (type)                                                                  \
+	}
+/* Memory that is not executable. */
+#define NO_EXEC                                                                                    \
+	{                                                                                          \
+		.arg = 2, .op = SCMP_CMP_MASKED_EQ, .datum_a = PROT_EXEC, .datum_b = 0             \
+	}
+
+/* Calls allowed (refuse_errno 0), or refused with an errno instead of a trap, only with these
+ * arguments; the same call with other arguments traps. */
+struct arg_rule {
+	const char *name;
+	unsigned roles;
+	enum need need;
+	int refuse_errno;
+	unsigned argc;
+	struct scmp_arg_cmp args[3];
+};
+
+static const struct arg_rule arg_rules[] = {
+    /* libslirp's sockets: TCP and UDP over IPv4 and IPv6, and ICMP echo through an
+     * unprivileged ping socket. No netlink, packet, vsock or raw socket. */
+    {"socket", IO, USER_NET, 0, 3, {ARG(0, AF_INET), SOCK_TYPE(SOCK_STREAM), ARG(2, 0)}},
+    {"socket", IO, USER_NET, 0, 3, {ARG(0, AF_INET), SOCK_TYPE(SOCK_DGRAM), ARG(2, 0)}},
+    {"socket", IO, USER_NET, 0, 3, {ARG(0, AF_INET), SOCK_TYPE(SOCK_DGRAM), ARG(2, IPPROTO_ICMP)}},
+    {"socket", IO, USER_NET, 0, 3, {ARG(0, AF_INET6), SOCK_TYPE(SOCK_STREAM), ARG(2, 0)}},
+    {"socket", IO, USER_NET, 0, 3, {ARG(0, AF_INET6), SOCK_TYPE(SOCK_DGRAM), ARG(2, 0)}},
+    /* Refused without stopping the VMM, as an honest one may try them: libslirp falls back
+     * from a ping socket the host does not allow (net.ipv4.ping_group_range) to a raw one,
+     * then to UDP echo; glib's log writer sends libslirp's warnings to the journal's Unix
+     * socket when stderr is the journal (then writes them to stderr). No Unix socket, so no
+     * connect by path or in the abstract namespace and no bind creating a file (the control
+     * socket's own are bound already). */
+    {"socket", IO, USER_NET, EACCES, 2, {ARG(0, AF_INET), SOCK_TYPE(SOCK_RAW)}},
+    {"socket", IO, USER_NET, EACCES, 1, {ARG(0, AF_UNIX)}},
+    /* the options libslirp sets, and no other (no filters, marks, devices or transparency) */
+    {"setsockopt", IO, USER_NET, 0, 2, {ARG(1, SOL_SOCKET), ARG(2, SO_REUSEADDR)}},
+    {"setsockopt", IO, USER_NET, 0, 2, {ARG(1, SOL_SOCKET), ARG(2, SO_OOBINLINE)}},
+    {"setsockopt", IO, USER_NET, 0, 2, {ARG(1, IPPROTO_TCP), ARG(2, TCP_NODELAY)}},
+    {"setsockopt", IO, USER_NET, 0, 2, {ARG(1, IPPROTO_IP), ARG(2, IP_TTL)}},
+    {"setsockopt", IO, USER_NET, 0, 2, {ARG(1, IPPROTO_IP), ARG(2, IP_RECVERR)}},
+    {"setsockopt", IO, USER_NET, 0, 2, {ARG(1, IPPROTO_IPV6), ARG(2, IPV6_V6ONLY)}},
+    {"setsockopt", IO, USER_NET, 0, 2, {ARG(1, IPPROTO_IPV6), ARG(2, IPV6_UNICAST_HOPS)}},
+    {"setsockopt", IO, USER_NET, 0, 2, {ARG(1, IPPROTO_IPV6), ARG(2, IPV6_RECVERR)}},
+    /* libslirp: a connection's outcome; the control socket: its client's uid */
+    {"getsockopt", IO, USER_NET, 0, 2, {ARG(1, SOL_SOCKET), ARG(2, SO_ERROR)}},
+    {"getsockopt", IO, CONTROL_SOCKET, 0, 2, {ARG(1, SOL_SOCKET), ARG(2, SO_PEERCRED)}},
+    /* No executable memory once set up: nothing is loaded after start-up (no file opens). */
+    {"mmap", ANY, ALWAYS, 0, 1, {NO_EXEC}},
+    {"mprotect", ANY, ALWAYS, 0, 1, {NO_EXEC}},
+    /* The balloon and glibc (a thread's stack at its exit, a shrinking arena) give memory
+     * back; the populate thread faults guest RAM in. Never MADV_HWPOISON, MADV_SOFT_OFFLINE
+     * (host pages out of service), MADV_MERGEABLE (KSM: a side channel between VMs)... */
+    {"madvise", ANY, ALWAYS, 0, 1, {ARG(2, MADV_DONTNEED)}},
+    {"madvise", POP, ALWAYS, 0, 1, {ARG(2, MADV_POPULATE_WRITE)}},
+    /* The guest's discard and write-zeroes (blk.c), these two modes only: none grows the file
+     * (RLIMIT_FSIZE bounds those anyway, file_limit.h) or preallocates past its end
+     * (KEEP_SIZE alone). */
+    {"fallocate", BLK, ALWAYS, 0, 1, {ARG(1, FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE)}},
+    {"fallocate", BLK, ALWAYS, 0, 1, {ARG(1, FALLOC_FL_KEEP_SIZE | FALLOC_FL_ZERO_RANGE)}},
 };
 
 struct ioctl_rule {
@@ -232,6 +306,14 @@ static int add_rules(scmp_filter_ctx ctx, const struct seccomp_needs *have, unsi
 		if ((syscalls[i].roles & role) && needed(syscalls[i].need, have) &&
 		    add(ctx, SCMP_ACT_ALLOW, syscalls[i].name, 0, NULL, err, errlen))
 			return -1;
+	for (size_t i = 0; i < sizeof(arg_rules) / sizeof(arg_rules[0]); i++) {
+		const struct arg_rule *r = &arg_rules[i];
+		uint32_t action =
+		    r->refuse_errno ? SCMP_ACT_ERRNO((uint32_t)r->refuse_errno) : SCMP_ACT_ALLOW;
+		if ((r->roles & role) && needed(r->need, have) &&
+		    add(ctx, action, r->name, r->argc, r->args, err, errlen))
+			return -1;
+	}
 	for (size_t i = 0; i < sizeof(ioctls) / sizeof(ioctls[0]); i++) {
 		if (!(ioctls[i].roles & role) || !needed(ioctls[i].need, have))
 			continue;

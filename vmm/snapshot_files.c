@@ -15,7 +15,6 @@
 
 #define PAGE	     4096
 #define HEADER_MAX   4096
-#define STATE_MAX    (64u << 20)
 #define MEM_CHUNK    (1u << 20)
 #define CREATE_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW)
 
@@ -233,11 +232,12 @@ int snapshot_write_files(const int fds[SNAPSHOT_NR_FILES], const struct snapshot
 	uint8_t *state = snapshot_state_write(st, &state_len);
 	if (!state)
 		return snapshot_fail(err, errlen, "out of memory");
-	if (state_len > STATE_MAX) { /* balloon maps of a huge guest: no restore would read it */
+	if (state_len >
+	    SNAPSHOT_STATE_MAX) { /* balloon maps of a huge guest: no restore would read it */
 		free(state);
 		return snapshot_fail(err, errlen,
 				     "snapshot: the state is %zu bytes, a restore reads at most %u",
-				     state_len, STATE_MAX);
+				     state_len, SNAPSHOT_STATE_MAX);
 	}
 	uint32_t state_crc = crc32_update(0, state, state_len);
 	int rc =
@@ -387,7 +387,7 @@ static int read_header(int dfd, const char *dir, struct header *h, char *err, si
 				     "%s: snapshot format version %" PRIu64
 				     ", this minivmm reads version %d only",
 				     dir, h->version, SNAPSHOT_VERSION);
-	if (header_uint(&o, "state_bytes", STATE_MAX, &h->state_bytes, err, errlen) ||
+	if (header_uint(&o, "state_bytes", SNAPSHOT_STATE_MAX, &h->state_bytes, err, errlen) ||
 	    header_uint(&o, "state_crc32", UINT32_MAX, &h->state_crc, err, errlen) ||
 	    header_uint(&o, "memory_bytes", INT64_MAX, &h->memory_bytes, err, errlen) ||
 	    header_uint(&o, "memory_crc32", UINT32_MAX, &h->memory_crc, err, errlen))
@@ -446,7 +446,7 @@ static int open_dir_files(int dfd, const char *dir, struct snapshot_state **st, 
 		return -1;
 	uint8_t *state;
 	size_t len;
-	if (read_file(dfd, dir, SNAPSHOT_STATE, STATE_MAX, &state, &len, err, errlen))
+	if (read_file(dfd, dir, SNAPSHOT_STATE, SNAPSHOT_STATE_MAX, &state, &len, err, errlen))
 		return -1;
 	if (len != h.state_bytes || crc32_update(0, state, len) != h.state_crc) {
 		free(state);

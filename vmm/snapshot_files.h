@@ -14,6 +14,8 @@
 #define SNAPSHOT_HEADER	     "snapshot.json"
 #define SNAPSHOT_STATE	     "state.bin"
 #define SNAPSHOT_MEMORY	     "memory"
+/* The largest state file a snapshot writes and a restore reads. */
+#define SNAPSHOT_STATE_MAX (64u << 20)
 
 enum { SNAPSHOT_FILE_MEMORY, SNAPSHOT_FILE_STATE, SNAPSHOT_FILE_HEADER, SNAPSHOT_NR_FILES };
 extern const char *const snapshot_file_names[SNAPSHOT_NR_FILES];
