@@ -18,7 +18,7 @@ CFLAGS  += $(CFLAGS_COMMON)
 LDLIBS  := -lpthread -Wl,-Bstatic -lfdt -luring -lseccomp -Wl,-Bdynamic -ldl
 LDFLAGS += $(LDFLAGS_SAN)
 
-VMM_SRCS  := $(wildcard vmm/*.c base/*.c vmm/kinds/*.c devices/*.c devices/virtio/*.c \
+VMM_SRCS  := $(wildcard vmm/*.c vmm/*/*.c base/*.c devices/*.c devices/virtio/*.c \
 	devices/backends/*.c arch/x86/*.c)
 VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/seccomp_programs.o
 # Everything but main() is also linked into the unit tests.
@@ -40,16 +40,16 @@ $(BUILD)/obj/%.o: %.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 # The seccomp programs of every role and needs, compiled from the one policy
-# (vmm/seccomp_rules.c) at build time by a host tool (plain flags: it runs here, not in the VMM).
-SECCOMP_GEN_SRCS := tools/seccomp_gen.c vmm/seccomp_rules.c vmm/seccomp_aot.c
+# (vmm/sandbox/seccomp_rules.c) at build time by a host tool (plain flags: it runs here, not in the VMM).
+SECCOMP_GEN_SRCS := tools/seccomp_gen.c vmm/sandbox/seccomp_rules.c vmm/sandbox/seccomp_aot.c
 .PRECIOUS: %/tools/seccomp_gen %/gen/seccomp_programs.c
-%/tools/seccomp_gen: $(SECCOMP_GEN_SRCS) vmm/seccomp.h vmm/seccomp_aot.h vmm/seccomp_rules.h
+%/tools/seccomp_gen: $(SECCOMP_GEN_SRCS) vmm/sandbox/seccomp.h vmm/sandbox/seccomp_aot.h vmm/sandbox/seccomp_rules.h vmm/sandbox/seccomp_roles.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -Wall -Wextra -Werror -O2 -D_GNU_SOURCE -I. -o $@ $(SECCOMP_GEN_SRCS) -lseccomp
 %/gen/seccomp_programs.c: %/tools/seccomp_gen
 	@mkdir -p $(dir $@)
 	./$< > $@.tmp && mv $@.tmp $@
-$(BUILD)/obj/gen/seccomp_programs.o: $(BUILD)/gen/seccomp_programs.c vmm/seccomp_aot.h
+$(BUILD)/obj/gen/seccomp_programs.o: $(BUILD)/gen/seccomp_programs.c vmm/sandbox/seccomp_aot.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -156,21 +156,21 @@ FUZZ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -O1 -g -D_GNU_SOURCE -I. -fno-o
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_virtqueue_SRCS := devices/virtio/virtqueue.c base/guest_mem.c base/thread_sandbox.c
-FUZZ_json_SRCS := vmm/json.c
-FUZZ_snapshot_state_SRCS := vmm/snapshot_format.c
+FUZZ_json_SRCS := vmm/api/json.c
+FUZZ_snapshot_state_SRCS := vmm/snapshot/snapshot_format.c
 FUZZ_snapshot_state_CFLAGS := -Wno-gnu-variable-sized-type-not-at-end
 FUZZ_virtio_mmio_SRCS := devices/virtio/mmio.c devices/virtio/virtio.c devices/virtio/virtqueue.c \
-	devices/virtio/rng.c base/guest_mem.c base/thread_sandbox.c base/event_loop.c base/adaptive_poll.c base/log.c vmm/options.c
+	devices/virtio/rng.c base/guest_mem.c base/thread_sandbox.c base/event_loop.c base/adaptive_poll.c base/log.c vmm/cli/options.c
 FUZZ_virtio_pci_SRCS := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
 	devices/virtio/virtqueue.c devices/virtio/rng.c base/guest_mem.c base/thread_sandbox.c base/event_loop.c base/adaptive_poll.c \
-	base/log.c base/io_bus.c vmm/options.c
+	base/log.c base/io_bus.c vmm/cli/options.c
 # (arch/x86 less what needs KVM, libfdt or the legacy devices.)
 FUZZ_kernel_loaders_SRCS := $(filter-out arch/x86/cpu.c arch/x86/cpuid.c arch/x86/host_cpuid.c arch/x86/machine.c \
 	arch/x86/fdt.c arch/x86/pc_devices.c,$(wildcard arch/x86/*.c)) base/guest_mem.c base/thread_sandbox.c \
 	base/startup_timing.c
 # The device targets (fuzz_vdev.h): a device model over the virtio core, no transport.
 FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c base/guest_mem.c base/thread_sandbox.c \
-	base/event_loop.c base/adaptive_poll.c base/log.c vmm/options.c
+	base/event_loop.c base/adaptive_poll.c base/log.c vmm/cli/options.c
 FUZZ_virtio_rng_SRCS := devices/virtio/rng.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/backends/blk_io.c base/user_file.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_LIBS := -lpthread -luring
@@ -205,7 +205,7 @@ FUZZ_snapshot_state_FLAGS := -max_len=32768
 
 .SECONDEXPANSION:
 .PRECIOUS: $(FUZZ_BUILD)/fuzz_%
-$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*.h \
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*/*.h \
 		base/*.h devices/*.h devices/virtio/*.h devices/backends/*.h arch/x86/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_$*_CFLAGS) -o $@ $(filter %.c,$^) $(or $(FUZZ_$*_LIBS),-lpthread)
@@ -234,13 +234,13 @@ FUZZ_COV_BUILD  := build-fuzz-cov
 FUZZ_COV_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -O1 -g -D_GNU_SOURCE -I. -fsanitize=fuzzer \
 	-fprofile-instr-generate -fcoverage-mapping
 FUZZ_virtqueue_COV := devices/virtio/virtqueue.c
-FUZZ_json_COV := vmm/json.c
-FUZZ_api_COV := vmm/api.c vmm/json.c
+FUZZ_json_COV := vmm/api/json.c
+FUZZ_api_COV := vmm/api/api.c vmm/api/requests.c vmm/api/json.c
 FUZZ_virtio_mmio_COV := devices/virtio/mmio.c devices/virtio/virtio.c devices/virtio/virtqueue.c \
 	devices/virtio/rng.c
 FUZZ_virtio_pci_COV := devices/virtio/pci.c devices/pci.c devices/virtio/virtio.c \
 	devices/virtio/virtqueue.c devices/virtio/rng.c
-FUZZ_cli_COV := vmm/cli.c vmm/options.c vmm/kinds/disk.c vmm/kinds/net.c
+FUZZ_cli_COV := vmm/cli/cli.c vmm/cli/options.c vmm/kinds/disk.c vmm/kinds/net.c
 FUZZ_kernel_loaders_COV := arch/x86/boot.c arch/x86/bzimage.c arch/x86/elf.c arch/x86/pvh.c \
 	arch/x86/initrd.c arch/x86/boot_params.c arch/x86/e820.c arch/x86/cmdline.c
 FUZZ_virtio_blk_COV := devices/virtio/blk.c devices/backends/blk_io.c
@@ -249,7 +249,7 @@ FUZZ_virtio_rng_COV := devices/virtio/rng.c
 FUZZ_virtio_balloon_COV := devices/virtio/balloon.c
 
 .PRECIOUS: $(FUZZ_COV_BUILD)/fuzz_%
-$(FUZZ_COV_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*.h \
+$(FUZZ_COV_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*/*.h \
 		base/*.h devices/*.h devices/virtio/*.h devices/backends/*.h arch/x86/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_COV_CFLAGS) $(FUZZ_$*_CFLAGS) -o $@ $(filter %.c,$^) \

@@ -1,6 +1,6 @@
 /* Threads that the lower layers start (blk workers, pre-faulting, console input) narrow their
  * own system calls through a hook the VMM sets once its process-wide filter is on
- * (vmm/seccomp.c). Those threads may start before that filter exists (a thread's own filter
+ * (vmm/sandbox/seccomp.c). Those threads may start before that filter exists (a thread's own filter
  * would make the process filter's thread synchronisation fail), so each narrows itself the
  * next time it is about to handle input. Without a hook (--seccomp off, unit tests) nothing
  * happens. */

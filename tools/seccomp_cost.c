@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vmm/seccomp.h"
-#include "vmm/seccomp_aot.h"
+#include "vmm/sandbox/seccomp.h"
+#include "vmm/sandbox/seccomp_aot.h"
 
 static long long now_ns(void)
 {

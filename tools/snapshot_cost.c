@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "base/guest_mem.h"
-#include "vmm/snapshot_files.h"
-#include "vmm/snapshot_format.h"
+#include "vmm/snapshot/snapshot_files.h"
+#include "vmm/snapshot/snapshot_format.h"
 
 static double now_s(void)
 {

@@ -75,7 +75,7 @@ struct virtio_transport_ops {
 };
 
 /* What a transport asks of the machine, the one interface through which virtio-mmio and
- * virtio-pci reach KVM: the VMM provides it (vmm/virtio_devices.c binds it to the VM). Every
+ * virtio-pci reach KVM: the VMM provides it (vmm/kvm/virtio_devices.c binds it to the VM). Every
  * hook may be NULL (unit tests, fuzz targets): kicks are then trapped (virtio-pci handles them
  * at once without a loop), and interrupts only reach the eventfds and INTx state. */
 struct virtio_transport_host {

@@ -28,7 +28,7 @@
 #include "base/event_loop.h"
 #include "base/guest_mem.h"
 #include "vmm/kinds/kinds.h"
-#include "vmm/options.h"
+#include "vmm/cli/options.h"
 
 #define DG_RXQ	    0
 #define DG_TXQ	    1

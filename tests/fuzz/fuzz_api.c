@@ -39,13 +39,13 @@
 
 #include "devices/virtio/balloon.h"
 #include "devices/virtio/rng.h"
-#include "vmm/api.h"
+#include "vmm/api/api.h"
 #include "base/log.h"
-#include "vmm/config.h"
-#include "vmm/json.h"
+#include "vmm/cli/config.h"
+#include "vmm/api/json.h"
 #include "vmm/kinds/kinds.h"
-#include "vmm/virtio_devices.h"
-#include "vmm/vm.h"
+#include "vmm/kvm/virtio_devices.h"
+#include "vmm/kvm/vm.h"
 
 #define RAM_SIZE (64ULL << 20)
 

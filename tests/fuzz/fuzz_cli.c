@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "vmm/cli.h"
+#include "vmm/cli/cli.h"
 
 #define MAX_WORDS 64
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/json.h"
+#include "vmm/api/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,11 +1,11 @@
-/* libFuzzer target: the snapshot state parser (vmm/snapshot_format.c) on arbitrary bytes. What
- * it accepts must serialize and parse back to the same records (the kinds' own states
+/* libFuzzer target: the snapshot state parser (vmm/snapshot/snapshot_format.c) on arbitrary bytes.
+ * What it accepts must serialize and parse back to the same records (the kinds' own states
  * included). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/snapshot_format.h"
+#include "vmm/snapshot/snapshot_format.h"
 
 static struct snapshot_state st, again;
 

@@ -8,9 +8,9 @@
 
 #include <linux/kvm.h>
 
-#include "vmm/api.h"
-#include "vmm/vcpu.h"
-#include "vmm/vm.h"
+#include "vmm/api/api.h"
+#include "vmm/kvm/vcpu.h"
+#include "vmm/kvm/vm.h"
 
 static struct vm vm;
 static struct vm_config cfg;
@@ -102,9 +102,9 @@ Test(api, status_and_shutdown)
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "vmm/fd_passing.h"
-#include "vmm/ctl.h"
-#include "vmm/snapshot_files.h"
+#include "vmm/api/fd_passing.h"
+#include "vmm/api/ctl.h"
+#include "vmm/snapshot/snapshot_files.h"
 
 static char sock_dir[64], sock_path[128];
 static struct api_server *server;

@@ -1,5 +1,5 @@
 /* The control socket's claim at start (a stale socket replaced) and its removal at stop
- * (vmm/api.c), while a directory on the way to it is swapped for a symlink to another
+ * (vmm/api/api.c), while a directory on the way to it is swapped for a symlink to another
  * directory again and again (dir_swap.h): both happen in the directory pinned at start, so the
  * other directory's file of the same name survives. By path, a stale socket seen in one
  * directory was removed from the other. */
@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "dir_swap.h"
-#include "vmm/api.h"
-#include "vmm/vm.h"
+#include "vmm/api/api.h"
+#include "vmm/kvm/vm.h"
 
 static struct vm vm;
 static struct vm_config cfg;

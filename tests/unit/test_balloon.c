@@ -278,7 +278,7 @@ Test(balloon, statistics_beyond_64_entries_are_ignored)
 	cr_assert_eq(bi.stats[4], first, "entry 70 must not be read");
 }
 
-/* ---- snapshot and restore (vmm/snapshot.c): the balloon's own state ---- */
+/* ---- snapshot and restore (vmm/snapshot/snapshot.c): the balloon's own state ---- */
 
 static struct virtio_balloon_state saved;
 static struct virtio_dev_state saved_dev;

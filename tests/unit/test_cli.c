@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vmm/cli.h"
+#include "vmm/cli/cli.h"
 
 static char err[256];
 

@@ -1,4 +1,4 @@
-/* The console back end's output filter (vmm/console.c): on by default where the output is a
+/* The console back end's output filter (vmm/cli/console.c): on by default where the output is a
  * terminal (a pseudo-terminal here), off for a pipe or a regular file, forced either way by
  * --console stdio,filter=on|off. The guest "prints" an OSC 52 clipboard write and a colour. */
 #include <criterion/criterion.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vmm/cli.h"
-#include "vmm/console.h"
+#include "vmm/cli/cli.h"
+#include "vmm/cli/console.h"
 
 static const char attack[] = "\x1b]52;c;SGk=\x07\x1b[31mRED";
 static const char shown[] = "^[]52;c;SGk=^G^[[31mRED";

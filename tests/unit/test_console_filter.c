@@ -1,9 +1,9 @@
-/* The console filter (vmm/console_filter.c): text passes, terminal controls are shown as text,
+/* The console filter (vmm/cli/console_filter.c): text passes, terminal controls are shown as text,
  * bytes that are not valid UTF-8 become U+FFFD. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "vmm/console_filter.h"
+#include "vmm/cli/console_filter.h"
 
 #define FFFD "\xef\xbf\xbd"
 

@@ -1,5 +1,5 @@
-/* The sandboxed VMM's file size limit (vmm/file_limit.c): what it is for a configuration (the
- * largest file the VM legitimately writes, or none for a console file without a cap), and that
+/* The sandboxed VMM's file size limit (vmm/sandbox/file_limit.c): what it is for a configuration
+ * (the largest file the VM legitimately writes, or none for a console file without a cap), and that
  * once it is set a write, a truncation or a fallocate past it fails with EFBIG, on both disk
  * engines, while the process goes on (SIGXFSZ would kill it). */
 #include <criterion/criterion.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "devices/backends/blk_io.h"
-#include "vmm/file_limit.h"
+#include "vmm/sandbox/file_limit.h"
 
 #define TIB (1ull << 40)
 

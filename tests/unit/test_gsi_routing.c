@@ -1,7 +1,7 @@
 /* The VMM's copy of KVM's GSI routing table: default irqchip routes plus MSI routes. */
 #include <criterion/criterion.h>
 
-#include "vmm/gsi_routing.h"
+#include "vmm/kvm/gsi_routing.h"
 
 static struct kvm_irq_routing_entry e[GSI_MAX_ENTRIES];
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/json.h"
+#include "vmm/api/json.h"
 
 static struct json_object obj;
 static char err[160];

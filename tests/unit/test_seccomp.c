@@ -32,9 +32,9 @@
 
 #include "devices/backends/blk_io.h"
 #include "base/guest_mem.h"
-#include "vmm/fd_passing.h"
-#include "vmm/seccomp.h"
-#include "vmm/snapshot_files.h"
+#include "vmm/api/fd_passing.h"
+#include "vmm/sandbox/seccomp.h"
+#include "vmm/snapshot/snapshot_files.h"
 
 static void note_restore(void)
 {

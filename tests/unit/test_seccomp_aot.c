@@ -1,4 +1,4 @@
-/* The seccomp programs compiled at build time (vmm/seccomp_aot.h): for every role and every
+/* The seccomp programs compiled at build time (vmm/sandbox/seccomp_aot.h): for every role and every
  * combination of needs, the one seccomp_install picks, with the pid put in, is the program
  * libseccomp builds from the policy at run time for that pid, instruction for instruction; a
  * program whose pid slots do not match is not used: the filter is built at run time, with a
@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "log_capture.h"
-#include "vmm/seccomp.h"
-#include "vmm/seccomp_aot.h"
-#include "vmm/seccomp_rules.h"
+#include "vmm/sandbox/seccomp.h"
+#include "vmm/sandbox/seccomp_aot.h"
+#include "vmm/sandbox/seccomp_rules.h"
 
 static struct seccomp_needs needs_of(unsigned bits)
 {

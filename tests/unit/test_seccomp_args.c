@@ -1,5 +1,5 @@
 /* The seccomp filters' argument checks, probed as a compromised VMM would: each case installs
- * the real filters (vmm/seccomp.c: the process filter, then a role's) in a child of its own
+ * the real filters (vmm/sandbox/seccomp.c: the process filter, then a role's) in a child of its own
  * with every device and option configured (user networking, a control socket, io_uring, a
  * tap), and tries what the filters must refuse, next to what minivmm really does:
  * - the I/O thread's sockets: TCP, UDP and ICMP echo over IP only; no netlink, packet, vsock or
@@ -30,7 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "vmm/seccomp.h"
+#include "vmm/sandbox/seccomp.h"
 
 #ifndef MADV_SOFT_OFFLINE
 #define MADV_SOFT_OFFLINE 101

@@ -26,7 +26,7 @@
 #include "devices/backends/slirp.h"
 #include "devices/virtio/net.h"
 #include "base/event_loop.h"
-#include "vmm/seccomp.h"
+#include "vmm/sandbox/seccomp.h"
 
 #define FRAME_MAX 2048
 #define POLL_MAX  1024 /* fds of slirp's poll set the tests look at */

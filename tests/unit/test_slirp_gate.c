@@ -9,7 +9,7 @@
 #include "devices/backends/slirp_gate.h"
 #include "devices/virtio/net.h"
 #include "vmm/kinds/kinds.h"
-#include "vmm/options.h"
+#include "vmm/cli/options.h"
 
 #define TCP  6
 #define UDP  17

@@ -1,5 +1,5 @@
-/* Snapshot files (vmm/snapshot_files.c, vmm/snapshot_format.c): what is written loads back
- * unchanged, and every damaged, foreign or missing piece is refused with a reason before
+/* Snapshot files (vmm/snapshot/snapshot_files.c, vmm/snapshot/snapshot_format.c): what is written
+ * loads back unchanged, and every damaged, foreign or missing piece is refused with a reason before
  * anything is restored. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -14,14 +14,14 @@
 #include "devices/virtio/mmio.h"
 #include "devices/virtio/pci.h"
 #include "log_capture.h"
-#include "vmm/cli.h"
-#include "vmm/device_registry.h"
+#include "vmm/cli/cli.h"
+#include "vmm/kinds/device_registry.h"
 #include "vmm/kinds/kinds.h"
-#include "vmm/snapshot.h"
-#include "vmm/snapshot_files.h"
-#include "vmm/snapshot_format.h"
-#include "vmm/virtio_devices.h"
-#include "vmm/crc32.h"
+#include "vmm/snapshot/snapshot.h"
+#include "vmm/snapshot/snapshot_files.h"
+#include "vmm/snapshot/snapshot_format.h"
+#include "vmm/kvm/virtio_devices.h"
+#include "vmm/snapshot/crc32.h"
 
 #define MEM (16ULL << 20)
 

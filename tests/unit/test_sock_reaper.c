@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "dir_swap.h"
-#include "vmm/sock_reaper.h"
+#include "vmm/api/sock_reaper.h"
 
 static char path[64];
 static const char *name;

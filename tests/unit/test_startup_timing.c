@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/startup_timing.h"
-#include "vmm/cli.h"
+#include "vmm/cli/cli.h"
 
 static char line[640];
 

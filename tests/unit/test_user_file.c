@@ -14,10 +14,10 @@
 #include "devices/virtio/blk.h"
 #include "log_capture.h"
 #include "base/user_file.h"
-#include "vmm/console.h"
-#include "vmm/file_util.h"
+#include "vmm/cli/console.h"
+#include "vmm/cli/file_util.h"
 #include "vmm/kinds/kinds.h"
-#include "vmm/options.h"
+#include "vmm/cli/options.h"
 
 static char dir[64], fifo[96], reg[96];
 

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <linux/kvm.h>
 
-#include "vmm/vcpu.h"
+#include "vmm/kvm/vcpu.h"
 
 Test(vcpu_exits, classes)
 {

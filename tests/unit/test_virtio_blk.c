@@ -22,7 +22,7 @@
 #include "base/event_loop.h"
 #include "base/guest_mem.h"
 #include "vmm/kinds/kinds.h"
-#include "vmm/options.h"
+#include "vmm/cli/options.h"
 
 #define RAM_SIZE    (16u << 20)
 #define QSIZE	    256

@@ -14,7 +14,7 @@
 #include "devices/virtio/virtio.h"
 #include "base/event_loop.h"
 #include "vmm/kinds/kinds.h"
-#include "vmm/options.h"
+#include "vmm/cli/options.h"
 
 #define RAM_SIZE    (16u << 20)
 #define QSIZE	    16
@@ -709,7 +709,7 @@ Test(virtio_net, offloads_offered_only_where_the_backend_takes_them)
 	fake_supported = (struct net_offloads){0};
 }
 
-/* ---- snapshot and restore (vmm/snapshot.c): the device's own state ---- */
+/* ---- snapshot and restore (vmm/snapshot/snapshot.c): the device's own state ---- */
 
 /* A frame read from the backend but not delivered is held by the device, not by a chain: the
  * quiesce delivers it when the guest has posted a buffer meanwhile. */

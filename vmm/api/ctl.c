@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "json.h"
-#include "snapshot_files.h"
-#include "vmm/fd_passing.h"
+#include "vmm/snapshot/snapshot_files.h"
+#include "fd_passing.h"
 
 #define CTL_TIMEOUT_S 10
 /* A snapshot writes all of guest RAM before it answers. */

@@ -1,4 +1,4 @@
-/* `minivmm ctl --sock PATH COMMAND [ARGS]`: a client for the control socket (vmm/api.h). */
+/* `minivmm ctl --sock PATH COMMAND [ARGS]`: a client for the control socket (vmm/api/api.h). */
 #ifndef MINIVMM_CTL_H
 #define MINIVMM_CTL_H
 

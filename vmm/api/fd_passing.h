@@ -1,5 +1,5 @@
 /* Descriptors passed over a Unix socket with the bytes they go with (SCM_RIGHTS): the control
- * socket's snapshot files (vmm/ctl.c sends them, vmm/api.c receives them). */
+ * socket's snapshot files (vmm/api/ctl.c sends them, vmm/api/api.c receives them). */
 #ifndef MINIVMM_FD_PASSING_H
 #define MINIVMM_FD_PASSING_H
 

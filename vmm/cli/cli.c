@@ -8,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "device_registry.h"
-#include "jail.h"
+#include "vmm/kinds/device_registry.h"
+#include "vmm/sandbox/jail.h"
 #include "options.h"
-#include "seccomp.h"
+#include "vmm/sandbox/seccomp.h"
 #include "base/log.h"
 #include "base/startup_timing.h"
 

@@ -28,7 +28,7 @@ struct device_config {
 
 #define JAIL_DIR_MAX 256
 
-/* --jail: chroot and unprivileged ids once the VM is set up (vmm/jail.h). */
+/* --jail: chroot and unprivileged ids once the VM is set up (vmm/sandbox/jail.h). */
 struct jail_config {
 	bool enabled;
 	char dir[JAIL_DIR_MAX];
@@ -37,7 +37,7 @@ struct jail_config {
 };
 
 enum console_kind { CONSOLE_STDIO, CONSOLE_NONE, CONSOLE_FILE };
-/* What reaches the console's output (vmm/console_filter.h); auto: filtered on a terminal. */
+/* What reaches the console's output (vmm/cli/console_filter.h); auto: filtered on a terminal. */
 enum console_filter_mode { CONSOLE_FILTER_AUTO, CONSOLE_FILTER_ON, CONSOLE_FILTER_OFF };
 
 struct vm_config {
@@ -48,7 +48,7 @@ struct vm_config {
 	uint64_t memory_bytes;
 	int nr_cpus;
 	bool populate;
-	bool seccomp; /* run under the system-call allow-list (vmm/seccomp.c) */
+	bool seccomp; /* run under the system-call allow-list (vmm/sandbox/seccomp.c) */
 	bool quiet;
 	bool timing; /* --timing: report the start-up steps (base/startup_timing.h) */
 	enum console_kind console;

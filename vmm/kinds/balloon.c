@@ -8,12 +8,12 @@
 #define MIB_PAGES ((1u << 20) / BALLOON_PAGE_SIZE)
 
 #include "devices/virtio/balloon.h"
-#include "vmm/api.h"
+#include "vmm/api/requests.h"
 #include "base/guest_mem.h"
-#include "vmm/device_registry.h"
-#include "vmm/json.h"
-#include "vmm/options.h"
-#include "vmm/virtio_devices.h"
+#include "device_registry.h"
+#include "vmm/api/json.h"
+#include "vmm/cli/options.h"
+#include "vmm/kvm/virtio_devices.h"
 
 static const struct option_desc balloon_option_table[] = {
     {.key = "deflate-on-oom",

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vmm/options.h"
+#include "vmm/cli/options.h"
 
-#include "vmm/kinds/kinds.h"
+#include "kinds.h"
 
 const struct device_kind_desc *const device_kinds[] = {
     &virtio_rng_kind, &virtio_net_kind, &virtio_balloon_kind, &virtio_blk_kind, NULL,

@@ -25,7 +25,7 @@ struct device_env {
 	uint64_t ram_bytes;
 };
 
-/* A control-socket command a kind serves (vmm/api.h): {"cmd":"<name>"[,"<member>":...]}. */
+/* A control-socket command a kind serves (vmm/api/api.h): {"cmd":"<name>"[,"<member>":...]}. */
 struct device_command {
 	const char *name;   /* "balloon-set" */
 	const char *member; /* the one request member it takes besides "cmd", or NULL */
@@ -35,9 +35,9 @@ struct device_command {
 		     const struct json_object *req);
 };
 
-/* How a device of a kind is saved into a snapshot and restored (vmm/snapshot.c), beyond the
- * generic virtio and transport state the core saves for every device. Each hook is optional; the
- * snapshot core names no kind. */
+/* How a device of a kind is saved into a snapshot and restored (vmm/snapshot/snapshot.c), beyond
+ * the generic virtio and transport state the core saves for every device. Each hook is optional;
+ * the snapshot core names no kind. */
 struct device_snapshot_ops {
 	/* With the vCPUs paused, before anything is read (I/O thread): finish or hand over the
 	 * work in flight (completions write guest memory and raise interrupts). -1 with a
@@ -79,7 +79,7 @@ struct device_kind_desc {
 	int (*create)(struct virtio_slot *slot, const struct device_env *env, const char *label);
 	void (*destroy)(struct virtio_slot *slot);
 	/* Optional: mark what the device needs from the host while the guest runs (system calls
-	 * the seccomp filters must keep, vmm/seccomp.h), from its parsed options. */
+	 * the seccomp filters must keep, vmm/sandbox/seccomp.h), from its parsed options. */
 	void (*seccomp_needs)(const void *parsed, struct seccomp_needs *needs);
 	/* Optional: members of the control socket's status reply ("balloon": {...}) for the VM's
 	 * first device of this kind. I/O thread. */

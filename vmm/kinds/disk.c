@@ -12,11 +12,11 @@
 
 #include "devices/virtio/blk.h"
 #include "devices/backends/blk_io.h"
-#include "vmm/device_registry.h"
+#include "device_registry.h"
 #include "base/user_file.h"
-#include "vmm/options.h"
-#include "vmm/seccomp.h"
-#include "vmm/virtio_devices.h"
+#include "vmm/cli/options.h"
+#include "vmm/sandbox/seccomp.h"
+#include "vmm/kvm/virtio_devices.h"
 
 #define WHAT "--disk"
 

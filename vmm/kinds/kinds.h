@@ -1,5 +1,5 @@
-/* The device kinds of the command line (vmm/device_registry.h): each one's options, and the glue
- * that creates its model in devices/virtio/ from them. */
+/* The device kinds of the command line (vmm/kinds/device_registry.h): each one's options, and the
+ * glue that creates its model in devices/virtio/ from them. */
 #ifndef MINIVMM_KINDS_H
 #define MINIVMM_KINDS_H
 

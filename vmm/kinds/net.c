@@ -10,11 +10,11 @@
 #include "devices/backends/tap.h"
 #include "devices/virtio/net.h"
 #include "base/log.h"
-#include "vmm/device_registry.h"
-#include "vmm/json.h"
-#include "vmm/options.h"
-#include "vmm/seccomp.h"
-#include "vmm/virtio_devices.h"
+#include "device_registry.h"
+#include "vmm/api/json.h"
+#include "vmm/cli/options.h"
+#include "vmm/sandbox/seccomp.h"
+#include "vmm/kvm/virtio_devices.h"
 
 /* The user-mode backend's view of --net's hostfwd= rules (rules[] has room for all). */
 static struct slirp_forwards forwards_of(const struct net_options *cfg, const char **rules)

@@ -2,9 +2,9 @@
 #include "vmm/kinds/kinds.h"
 
 #include "devices/virtio/rng.h"
-#include "vmm/device_registry.h"
-#include "vmm/options.h"
-#include "vmm/virtio_devices.h"
+#include "device_registry.h"
+#include "vmm/cli/options.h"
+#include "vmm/kvm/virtio_devices.h"
 
 static const struct option_desc rng_options[] = {{NULL}};
 

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "arch/x86/cpu.h"
-#include "cli.h"
-#include "seccomp.h"
+#include "vmm/cli/cli.h"
+#include "vmm/sandbox/seccomp.h"
 #include "base/log.h"
 #include "base/startup_timing.h"
 

@@ -6,11 +6,11 @@
 #include "arch/x86/machine.h"
 #include "devices/virtio/pci.h"
 #include "base/log.h"
-#include "vmm/device_registry.h"
-#include "vmm/gsi_routing.h"
-#include "vmm/kvm_irq.h"
-#include "vmm/seccomp.h"
-#include "vmm/vm.h"
+#include "vmm/kinds/device_registry.h"
+#include "gsi_routing.h"
+#include "kvm_irq.h"
+#include "vmm/sandbox/seccomp.h"
+#include "vm.h"
 
 static int append(char *cmdline, size_t len, const char *entry)
 {

@@ -6,7 +6,7 @@
 
 #include "devices/virtio/mmio.h"
 #include "devices/virtio/virtio.h"
-#include "vmm/config.h"
+#include "vmm/cli/config.h"
 
 struct vm;
 
@@ -29,7 +29,7 @@ struct virtio_devices {
 int virtio_devices_create(struct virtio_devices *devs, struct vm *vm, char *cmdline, size_t len);
 /* One line per device with its notification and interrupt counts (after the VM stopped). */
 void virtio_devices_report(const struct virtio_devices *devs);
-/* What the configured devices need the seccomp filters to keep (vmm/seccomp.h). */
+/* What the configured devices need the seccomp filters to keep (vmm/sandbox/seccomp.h). */
 struct seccomp_needs;
 void virtio_devices_seccomp_needs(const struct vm_config *cfg, struct seccomp_needs *needs);
 void virtio_devices_destroy(struct virtio_devices *devs);

@@ -10,7 +10,7 @@
 
 #include "arch/x86/machine.h"
 #include "kvm_util.h"
-#include "vmm/gsi_routing.h"
+#include "gsi_routing.h"
 #include "base/log.h"
 #include "base/startup_timing.h"
 

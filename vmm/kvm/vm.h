@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "arch/x86/host_cpuid.h"
-#include "config.h"
+#include "vmm/cli/config.h"
 #include "base/event_loop.h"
 #include "base/guest_mem.h"
 #include "base/io_bus.h"
@@ -65,7 +65,7 @@ struct vm {
 
 	struct event_loop loop;		 /* the I/O thread */
 	struct pci_bus *pci;		 /* the PCI bus (devices/pci.h), owned by main */
-	struct gsi_routing *gsi_routing; /* KVM's GSI routes (vmm/gsi_routing.h), owned */
+	struct gsi_routing *gsi_routing; /* KVM's GSI routes (vmm/kvm/gsi_routing.h), owned */
 	struct serial *serial;
 	struct console *console;
 	struct virtio_devices *virtio; /* the VM's virtio devices (control socket status) */

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "snapshot_files.h"
+#include "vmm/snapshot/snapshot_files.h"
 
 /* Where /proc cannot be read: the descriptors looked at one by one, up to this many. */
 #define FD_SCAN_MAX 4096

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vmm/config.h"
+#include "vmm/cli/config.h"
 
 /* No limit: a console file whose max-size is 0 asks for none. */
 #define FILE_LIMIT_NONE UINT64_MAX

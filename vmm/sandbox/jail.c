@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "options.h"
+#include "vmm/cli/options.h"
 
 /* A decimal id, 1 to 2^32-2 (-1 means "unchanged" to setresuid). */
 static int parse_id(const struct option_kv *kv, unsigned *out, char *err, size_t errlen)

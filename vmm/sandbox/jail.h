@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "config.h"
+#include "vmm/cli/config.h"
 
 /* Parse "DIR,uid=N,gid=N" into out and check DIR: an absolute path to an existing, empty
  * directory that the target uid/gid neither owns nor can write. uid and gid are required and

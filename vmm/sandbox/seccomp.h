@@ -5,32 +5,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* What the configured devices and options need from the host while the guest runs. */
-struct seccomp_needs {
-	bool user_net;	     /* --net user: libslirp's sockets */
-	bool tap;	     /* --net tap=: TUNSETOFFLOAD when the guest changes offloads */
-	bool io_uring;	     /* a disk on io_uring: io_uring_enter */
-	bool control_socket; /* --api-sock: accept/send/recv, and its removal at exit */
-};
+#include "seccomp_roles.h"
 
 struct seccomp_policy {
 	struct seccomp_needs needs;
 	/* Runs on a refused call before the process exits (async-signal-safe; may be NULL). */
 	void (*on_violation)(void);
-};
-
-/* Which filter. SECCOMP_PROCESS goes on every thread at once, before the VMM starts its
- * threads: the union of the roles below, plus what starting a thread and installing its own
- * filter take. Each role's filter then narrows its own thread (filters stack: a call must pass
- * both) before it handles any input. */
-enum seccomp_role {
-	SECCOMP_PROCESS,
-	SECCOMP_MAIN,	    /* waits for the outcome, tears down */
-	SECCOMP_VCPU,	    /* KVM_RUN and the device registers a vCPU exit reaches */
-	SECCOMP_IO,	    /* the event loop: virtqueues, tap, libslirp, the control socket */
-	SECCOMP_BLK_WORKER, /* a disk's requests without io_uring: preadv, pwritev, fdatasync... */
-	SECCOMP_CONSOLE_IN, /* host console input to the UART: read, poll, KVM_IRQ_LINE */
-	SECCOMP_POPULATE,   /* pre-faulting guest RAM: madvise */
 };
 
 /* Whether the filter is on unless --seccomp says otherwise: off in sanitizer builds, whose

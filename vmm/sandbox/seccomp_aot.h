@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "seccomp.h"
+#include "seccomp_roles.h"
 
 /* What the programs compare tgkill's first argument with instead of the pid: above any pid
  * (pid_max is at most 2^22), below 2^31, and found nowhere else in them (the generator checks

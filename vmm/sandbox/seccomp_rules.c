@@ -12,7 +12,8 @@
  * passing out, no executable memory. A refused call traps.
  *
  * Used twice: by tools/seccomp_gen.c at build time (the BPF of every role and needs, in
- * $(BUILD)/gen/seccomp_programs.c) and by vmm/seccomp.c at run time when that cannot be used.
+ * $(BUILD)/gen/seccomp_programs.c) and by vmm/sandbox/seccomp.c at run time when that cannot be
+ * used.
  */
 #include "seccomp_rules.h"
 
@@ -245,7 +246,7 @@ static const struct ioctl_rule ioctls[] = {
     {KVM_IOEVENTFD, MAIN | VCPU | IO, ALWAYS},
     {KVM_SET_GSI_ROUTING, MAIN | VCPU | IO, ALWAYS},
     {TUNSETOFFLOAD, MAIN | VCPU | IO, TAP},
-    /* the control socket's "snapshot" reads the paused VM's state (vmm/snapshot.c) */
+    /* the control socket's "snapshot" reads the paused VM's state (vmm/snapshot/snapshot.c) */
     {KVM_GET_REGS, IO, CONTROL_SOCKET},
     {KVM_GET_SREGS, IO, CONTROL_SOCKET},
     {KVM_GET_XSAVE, IO, CONTROL_SOCKET},

@@ -1,5 +1,5 @@
-/* The seccomp policy itself (seccomp_rules.c), as libseccomp filters: what vmm/seccomp.c falls
- * back on at run time and what tools/seccomp_gen.c compiles ahead of time. */
+/* The seccomp policy itself (seccomp_rules.c), as libseccomp filters: what vmm/sandbox/seccomp.c
+ * falls back on at run time and what tools/seccomp_gen.c compiles ahead of time. */
 #ifndef MINIVMM_SECCOMP_RULES_H
 #define MINIVMM_SECCOMP_RULES_H
 
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "seccomp.h"
+#include "seccomp_roles.h"
 
 /* role's filter for needs, with tgkill allowed for pid only (SECCOMP_PROCESS: with thread
  * synchronisation set). Returns NULL with err set. */

@@ -7,12 +7,12 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "device_registry.h"
-#include "options.h"
+#include "vmm/cli/cli.h"
+#include "vmm/kinds/device_registry.h"
+#include "vmm/cli/options.h"
 #include "snapshot_files.h"
-#include "vcpu.h"
-#include "virtio_devices.h"
+#include "vmm/kvm/vcpu.h"
+#include "vmm/kvm/virtio_devices.h"
 #include "base/log.h"
 
 #define PAUSE_WAIT_MS	 1000

@@ -7,7 +7,7 @@
 
 #include "snapshot_files.h"
 #include "snapshot_format.h"
-#include "vm.h"
+#include "vmm/kvm/vm.h"
 
 /* The PVM hypervisor's VIF page registration (../shared/PLATFORM.md): vCPU state too. */
 #define PVM_MSR_VIF	   0x4b564d10u

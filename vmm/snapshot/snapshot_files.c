@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json.h"
-#include "vmm/crc32.h"
-#include "vmm/mem_holes.h"
+#include "vmm/api/json.h"
+#include "crc32.h"
+#include "mem_holes.h"
 
 #define PAGE	     4096
 #define HEADER_MAX   4096

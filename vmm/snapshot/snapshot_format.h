@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "vmm/cli/config.h"
 #include "devices/serial.h"
 #include "devices/virtio/mmio.h"
 #include "devices/virtio/pci.h"
