@@ -277,4 +277,3 @@ char *api_handle_request(struct vm *vm, const char *line, size_t len, const int 
 		 cmd->str, names);
 	return api_error_response(msg);
 }
-

@@ -329,7 +329,7 @@ void cli_usage(void)
 	    "  --seccomp on|off       system-call allow-list once the VM is set up (default on;\n"
 	    "                         off in sanitizer builds)\n"
 	    "  --jail DIR,uid=N,gid=N once set up, chroot into DIR (empty, root's) and run as\n"
-	    "                         uid/gid N (needs root; see Sandboxing in README.md)\n"
+	    "                         uid/gid N (needs root; see docs/sandboxing.md)\n"
 	    "  --quiet                no informational messages on stderr\n"
 	    "  --timing               at exit, print on stderr the start-up time per step, up to\n"
 	    "                         the first serial byte (\"startup-us: ...\"; from exec when\n"

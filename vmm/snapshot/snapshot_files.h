@@ -1,4 +1,4 @@
-/* A snapshot directory (README "Snapshots"): snapshot.json (format, version, sizes and
+/* A snapshot directory (docs/snapshots.md): snapshot.json (format, version, sizes and
  * CRC-32s), state.bin (snapshot_format.h) and memory (guest RAM, byte for byte). Loading checks
  * everything before anything is restored. */
 #ifndef MINIVMM_SNAPSHOT_FILES_H

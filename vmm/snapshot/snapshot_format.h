@@ -1,4 +1,4 @@
-/* The snapshot's machine state (state.bin, see README "Snapshots"): what a paused VM is made of,
+/* The snapshot's machine state (state.bin, see docs/snapshots.md): what a paused VM is made of,
  * as records of KVM's own structures, and its strict parser (the file is hostile input). */
 #ifndef MINIVMM_SNAPSHOT_FORMAT_H
 #define MINIVMM_SNAPSHOT_FORMAT_H
