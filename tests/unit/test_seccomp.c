@@ -33,6 +33,7 @@
 #include "devices/backends/blk_io.h"
 #include "base/guest_mem.h"
 #include "vmm/api/fd_passing.h"
+#include "seccomp_child.h"
 #include "vmm/sandbox/seccomp.h"
 #include "vmm/snapshot/snapshot_files.h"
 
@@ -57,36 +58,8 @@ static void *thread_body(void *arg)
 /* Runs body() in a child under the filter, stderr captured; returns the wait status. */
 static int run_filtered(void (*body)(void), char *out, size_t outlen)
 {
-	int pipefd[2];
-	cr_assert_eq(pipe(pipefd), 0);
-	pid_t pid = fork();
-	cr_assert_neq(pid, -1);
-	if (pid == 0) {
-		dup2(pipefd[1], STDERR_FILENO);
-		close(pipefd[0]);
-		if (prepare)
-			prepare();
-		char err[160];
-		policy.on_violation = note_restore;
-		if (seccomp_install(&policy, SECCOMP_PROCESS, err, sizeof(err)) ||
-		    (role != SECCOMP_PROCESS && seccomp_install(&policy, role, err, sizeof(err)))) {
-			ssize_t w = write(STDERR_FILENO, err, strlen(err));
-			(void)w;
-			_exit(42);
-		}
-		body();
-		_exit(0);
-	}
-	close(pipefd[1]);
-	size_t n = 0;
-	ssize_t r;
-	while (n + 1 < outlen && (r = read(pipefd[0], out + n, outlen - 1 - n)) > 0)
-		n += (size_t)r;
-	out[n] = 0;
-	close(pipefd[0]);
-	int status;
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	return status;
+	policy.on_violation = note_restore;
+	return seccomp_child_run(&policy, role, prepare, body, out, outlen);
 }
 
 static void skip_under_sanitizers(void)

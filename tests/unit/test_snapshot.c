@@ -1156,9 +1156,9 @@ Test(snapshot, restore_refuses_bad_backends)
 	backend_override[1] = NULL;
 }
 
-/* A backend that offers less than the driver had accepted (a tap with fewer offloads) is
- * refused before anything is replayed. */
-Test(snapshot, restore_refuses_a_backend_offering_fewer_features)
+/* A VM as snapshot_apply sees it, 2 vCPUs and one --rng on pci, without KVM: what is refused
+ * before anything is replayed. */
+static struct vm *one_rng_vm(void)
 {
 	static struct vm vm;
 	static struct virtio_devices devs;
@@ -1170,14 +1170,22 @@ Test(snapshot, restore_refuses_a_backend_offering_fewer_features)
 	vm.virtio = &devs;
 	devs.nr = 1;
 	devs.slots[0].cfg = &dc;
-	devs.slots[0].dev.device_features = 1ULL << 32 | 1;
+	return &vm;
+}
+
+/* A backend that offers less than the driver had accepted (a tap with fewer offloads) is
+ * refused before anything is replayed. */
+Test(snapshot, restore_refuses_a_backend_offering_fewer_features)
+{
+	struct vm *vm = one_rng_vm();
+	vm->virtio->slots[0].dev.device_features = 1ULL << 32 | 1;
 	st->config.nr_devices = 1;
 	st->devices[0].transport = TRANSPORT_PCI;
 	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
 	st->devices[0].dev.driver_features = 1ULL << 32 | 2;
 	st->devices[0].dev.status =
 	    VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK;
-	cr_assert_eq(snapshot_apply(&vm, st, err, sizeof(err)), -1);
+	cr_assert_eq(snapshot_apply(vm, st, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "device 0 (--rng ): the driver's features 0x100000002 are not all "
 			      "offered here (0x100000001)"),
 		  "%s", err);
@@ -1220,21 +1228,12 @@ Test(snapshot, kinds_refuse_their_state_of_another_length)
 /* A kind that keeps no state of its own (the rng) is not handed one from a crafted file. */
 Test(snapshot, apply_refuses_state_for_a_kind_that_keeps_none)
 {
-	static struct vm vm;
-	static struct virtio_devices devs;
-	static struct device_config dc = {.kind = &virtio_rng_kind, .transport = TRANSPORT_PCI};
-	memset(&vm, 0, sizeof(vm));
-	memset(&devs, 0, sizeof(devs));
-	vm.nr_vcpus = 2;
-	vm.mem.ram_size = MEM;
-	vm.virtio = &devs;
-	devs.nr = 1;
-	devs.slots[0].cfg = &dc;
+	struct vm *vm = one_rng_vm();
 	st->config.nr_devices = 1;
 	st->devices[0].transport = TRANSPORT_PCI;
 	snprintf(st->devices[0].flag, sizeof(st->devices[0].flag), "rng");
 	add_kind_state(0, 8);
-	cr_assert_eq(snapshot_apply(&vm, st, err, sizeof(err)), -1);
+	cr_assert_eq(snapshot_apply(vm, st, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "device 0: a --rng keeps no state of its own"), "%s", err);
 }
 
