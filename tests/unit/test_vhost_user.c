@@ -1,8 +1,8 @@
 /* The vhost-user protocol client (devices/backends/vhost_user.c): against a fake back end in a
- * thread (every message it is sent checked: codes, flags, sizes, payloads, descriptors), and
- * against hostile replies queued on a socketpair ahead of the request (each refused, the
- * connection broken for good, no descriptor leaked, no hang). The request codes and layouts are
- * spelled out here from the spec, not taken from the client. */
+ * thread (every message it is sent checked: codes, flags, sizes, payloads, descriptors), against
+ * hostile replies queued on a socketpair ahead of the request (each refused, the connection
+ * broken for good, no descriptor leaked, no hang), and against Debian's real virtiofsd. The
+ * request codes and layouts are spelled out here from the spec, not taken from the client. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <errno.h>
@@ -815,4 +815,174 @@ Test(vhost_user, connect_missing_socket)
 	cr_assert_geq(clock_monotonic_ns() - t0, 90000000ull, "waited for it");
 	cr_assert_str_eq(err, "cannot connect to vhost-user socket /nonexistent/vhost.sock: No "
 			      "such file or directory (waited for it)");
+}
+
+/* ---- Debian's virtiofsd (package qemu-system-common): the real back end */
+
+static pid_t vfs_pid = -1;
+static char vfs_dir[64];
+
+/* Where distributions install virtiofsd (QEMU's C one, or the Rust one), then PATH. */
+static bool find_virtiofsd(char *out, size_t len)
+{
+	static const char *const known[] = {"/usr/lib/qemu/virtiofsd", "/usr/libexec/virtiofsd",
+					    "/usr/lib/virtiofsd"};
+	for (unsigned i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (access(known[i], X_OK) == 0) {
+			snprintf(out, len, "%s", known[i]);
+			return true;
+		}
+	const char *path = getenv("PATH");
+	char *dirs = strdup(path ? path : "");
+	bool found = false;
+	for (char *save, *d = strtok_r(dirs, ":", &save); d && !found;
+	     d = strtok_r(NULL, ":", &save)) {
+		snprintf(out, len, "%s/virtiofsd", d);
+		found = access(out, X_OK) == 0;
+	}
+	free(dirs);
+	return found;
+}
+
+/* Whatever happens to the test: virtiofsd killed and reaped, its directory gone. */
+static void vfs_fini(void)
+{
+	if (vfs_pid > 0) {
+		kill(vfs_pid, SIGKILL);
+		waitpid(vfs_pid, NULL, 0);
+		vfs_pid = -1;
+	}
+	if (vfs_dir[0]) {
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", vfs_dir);
+		if (system(cmd) != 0)
+			cr_log_warn("could not remove %s", vfs_dir);
+		vfs_dir[0] = 0;
+	}
+}
+
+static bool vfs_alive(void)
+{
+	int status;
+	return waitpid(vfs_pid, &status, WNOHANG) == 0;
+}
+
+static const char *vfs_log(void)
+{
+	static char buf[2048];
+	char path[96];
+	snprintf(path, sizeof(path), "%s/log", vfs_dir);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	return buf;
+}
+
+/* The hiprio queue (index 0) of a virtio-fs device set up in virtiofsd and stopped again, the
+ * way the device kind will: handshake, features, a memfd as guest memory, the vring with
+ * eventfds, enabled, kicked, GET_VRING_BASE, close; virtiofsd lives through it and exits when
+ * the session ends. */
+Test(vhost_user, virtiofsd, .fini = vfs_fini)
+{
+	char bin[256];
+	if (!find_virtiofsd(bin, sizeof(bin)))
+		cr_skip_test("no virtiofsd (Debian: apt-get install qemu-system-common)");
+	if (geteuid() != 0)
+		cr_skip_test("virtiofsd needs root (it chroots into the shared directory)");
+	snprintf(vfs_dir, sizeof(vfs_dir), "/tmp/minivmm-vfs.XXXXXX");
+	cr_assert(mkdtemp(vfs_dir));
+	char share[96], sock[96], logpath[96], sockarg[128], srcarg[128];
+	snprintf(share, sizeof(share), "%s/share", vfs_dir);
+	snprintf(sock, sizeof(sock), "%s/vhost.sock", vfs_dir);
+	snprintf(logpath, sizeof(logpath), "%s/log", vfs_dir);
+	snprintf(sockarg, sizeof(sockarg), "--socket-path=%s", sock);
+	snprintf(srcarg, sizeof(srcarg), "source=%s", share);
+	cr_assert_eq(mkdir(share, 0755), 0);
+
+	pid_t parent = getpid();
+	vfs_pid = fork();
+	cr_assert_geq(vfs_pid, 0);
+	if (vfs_pid == 0) {
+		/* Killed with the test's process, whatever ends it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(126);
+		int log = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (log >= 0) {
+			dup2(log, 1);
+			dup2(log, 2);
+		}
+		execl(bin, bin, sockarg, "-o", srcarg, "-o", "cache=none", "-o", "sandbox=chroot",
+		      (char *)NULL);
+		_exit(127);
+	}
+
+	char err[256];
+	struct vhost_user *vu = vhost_user_connect(sock, 5000, err, sizeof(err));
+	cr_assert(vu, "%s; virtiofsd said: %s", err, vfs_log());
+	struct vhost_user_info info;
+	cr_assert_eq(vhost_user_handshake(vu, ~0ull, &info), 0, "%s", vhost_user_error(vu));
+	cr_log_info("virtiofsd: features 0x%llx, protocol features 0x%llx, %u queues",
+		    (unsigned long long)info.features, (unsigned long long)info.protocol_features,
+		    info.queues);
+	cr_assert(info.features & F_VERSION_1, "features 0x%llx",
+		  (unsigned long long)info.features);
+	cr_assert(info.features & F_PROTOCOL);
+	cr_assert(info.protocol_features & P_REPLY_ACK, "acknowledged from here on");
+	if (info.protocol_features & P_MQ)
+		cr_assert_geq(info.queues, 2, "hiprio and one request queue at least");
+	cr_assert_eq(vhost_user_set_features(vu, F_VERSION_1), 0, "%s", vhost_user_error(vu));
+
+	const size_t size = 4u << 20;
+	int memfd = memfd_create("guest", MFD_CLOEXEC);
+	cr_assert_geq(memfd, 0);
+	cr_assert_eq(ftruncate(memfd, (off_t)size), 0);
+	uint8_t *mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	cr_assert_neq(mem, MAP_FAILED);
+	uint64_t ua = (uint64_t)(uintptr_t)mem;
+	struct vhost_user_region r = {
+	    .guest_addr = 0, .size = size, .user_addr = ua, .mmap_offset = 0, .fd = memfd};
+	cr_assert_eq(vhost_user_set_mem_table(vu, &r, 1), 0, "%s", vhost_user_error(vu));
+
+	int kick = eventfd(0, EFD_CLOEXEC), call = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	cr_assert(kick >= 0 && call >= 0);
+	struct vhost_user_vring vr = {.index = 0,
+				      .size = 128,
+				      .desc_addr = ua,
+				      .avail_addr = ua + 0x1000,
+				      .used_addr = ua + 0x2000,
+				      .base = 0,
+				      .kick_fd = kick,
+				      .call_fd = call};
+	cr_assert_eq(vhost_user_setup_vring(vu, &vr), 0, "%s", vhost_user_error(vu));
+	cr_assert_eq(vhost_user_enable_vring(vu, 0, true), 0, "%s", vhost_user_error(vu));
+	uint64_t one = 1; /* an empty ring kicked: nothing to do, nothing to break */
+	cr_assert_eq(write(kick, &one, 8), 8);
+	cr_assert(vfs_alive(), "virtiofsd died: %s", vfs_log());
+	uint16_t base = 0xffff;
+	cr_assert_eq(vhost_user_get_vring_base(vu, 0, &base), 0, "%s", vhost_user_error(vu));
+	cr_assert_eq(base, 0, "nothing was made available");
+	cr_assert(vfs_alive(), "virtiofsd died: %s", vfs_log());
+	cr_assert_not(vhost_user_broken(vu));
+	vhost_user_close(vu);
+
+	/* The session is over: virtiofsd ends on its own. */
+	int status = 0;
+	pid_t got = 0;
+	for (int i = 0; i < 500 && got == 0; i++) {
+		got = waitpid(vfs_pid, &status, WNOHANG);
+		if (got == 0) {
+			struct timespec t = {.tv_nsec = 10000000};
+			nanosleep(&t, NULL);
+		}
+	}
+	cr_assert_eq(got, vfs_pid, "virtiofsd still runs 5 s after the session ended");
+	vfs_pid = -1;
+	cr_log_info("virtiofsd exited with status 0x%x; it said: %s", status, vfs_log());
+	munmap(mem, size);
+	close(memfd);
+	close(kick);
+	close(call);
 }
