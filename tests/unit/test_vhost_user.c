@@ -853,6 +853,15 @@ static void vfs_fini(void)
 		vfs_pid = -1;
 	}
 	if (vfs_dir[0]) {
+		/* The pid file QEMU's virtiofsd leaves for each socket path (its lock against a
+		 * second one on the same path), named after the path. */
+		char pidfile[128];
+		int n =
+		    snprintf(pidfile, sizeof(pidfile), "/run/virtiofsd/%s/vhost.sock.pid", vfs_dir);
+		for (int i = (int)strlen("/run/virtiofsd/"); i < n; i++)
+			if (pidfile[i] == '/')
+				pidfile[i] = '.';
+		unlink(pidfile);
 		char cmd[128];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", vfs_dir);
 		if (system(cmd) != 0)
