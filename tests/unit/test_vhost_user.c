@@ -102,7 +102,8 @@ static void put_reply(int fd, uint32_t req, uint32_t flags, uint32_t size, const
 	uint8_t buf[12 + 512];
 	uint32_t hdr[3] = {req, flags, size};
 	memcpy(buf, hdr, 12);
-	memcpy(buf + 12, payload, len);
+	if (len)
+		memcpy(buf + 12, payload, len);
 	struct iovec iov = {.iov_base = buf, .iov_len = 12 + len};
 	union {
 		char b[CMSG_SPACE(sizeof(int))];
