@@ -37,7 +37,7 @@ has '^qemu    |     1 |     3 |   2 |      0 |      1 |     0 |    0 |    0 | 0.
 has '^minivmm |     2 |     3 |   3 |      0 |      0 |.*|      1.7s |   2.7s$'
 # QEMU, 2 vCPUs: boots 3, 6 (redone in the fresh test VM), 11.
 has '^qemu    |     2 |     3 |   3 |      0 |      0 |.*|      1.6s |   2.6s$'
-has '^L1 test VM deaths (not counted above): 1 (during minivmm boots 0, during QEMU boots 1, before a boot 0)$'
+has '^L1 test VM deaths (not counted above): 1 (during minivmm boots 0, during QEMU boots 1, outside a boot 0)$'
 sum=$LINUX_TEST_OUT/ab/summary.txt
 grep -q '^tests/linux/ab-boot.sh --boots 3 --cpus "1 2" --first 60 --limit 240 --machine microvm$' "$sum" ||
 	{ cat "$sum"; fail "summary.txt has not the command"; }

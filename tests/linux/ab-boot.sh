@@ -124,7 +124,7 @@ ab_table() {
 				wilson(bad, n[k]), median(fb[k]), median(wall[k])
 		}
 		printf "(1st byte, wall: medians in seconds; a silent boot has no first byte)\n"
-		printf "L1 test VM deaths (not counted above): %d (during minivmm boots %d, during QEMU boots %d, before a boot %d)\n",
+		printf "L1 test VM deaths (not counted above): %d (during minivmm boots %d, during QEMU boots %d, outside a boot %d)\n",
 			deaths, dv["minivmm"], dv["qemu"], deaths - dv["minivmm"] - dv["qemu"]
 	}' "$boots_file" "$deaths_file"
 }
@@ -209,6 +209,8 @@ while [ $next -lt $total ]; do
 	during=$({ log_text "$log" | grep -ao '@@ AB-START [0-9].*' || true; } | tail -n 1 | cut -d' ' -f3-5)
 	if [ -n "$during" ] && [ "$(cut -d' ' -f1 <<<"$during")" -ge "$next" ]; then
 		where="during $during"
+	elif [ -s "$AB/l1.new" ]; then
+		where="between boots, after boot $((next - 1))"
 	else
 		where="before its first boot"
 	fi
