@@ -2,8 +2,8 @@
  * first-byte: start a VMM, report how long until the first byte of its console output, and
  * what its memory looked like at that moment. A benchmark helper for examples/bench-boot.sh.
  *
- *   first-byte [--timeout SEC] [--ram BYTES] [--out FILE] [--err FILE] [--until TEXT]
- *              -- COMMAND [ARG...]
+ *   first-byte [--timeout SEC] [--first-timeout SEC] [--ram BYTES] [--out FILE] [--err FILE]
+ *              [--until TEXT] -- COMMAND [ARG...]
  *
  * It takes a CLOCK_MONOTONIC timestamp, fork/execs COMMAND with stdout on a pipe (stdin from
  * /dev/null, stderr to --err FILE or inherited), and blocks until the first byte arrives on the
@@ -12,8 +12,10 @@
  * several match). If the child is already exiting by then (a loaded machine can wake this
  * helper late), the memory figures are -1: no valid sample. Then it keeps draining the pipe (into
  * --out FILE if given) until EOF and reaps the child, killing it after --timeout seconds (default
- * 30). The child gets that timestamp (nanoseconds) in MINIVMM_T0_NS, so minivmm --timing and
- * examples/startup-floor count their start-up steps from the same instant. One line on stdout:
+ * 30), or already after --first-timeout seconds when no byte has come by then (a silent guest:
+ * first_byte_us=-1 timed_out=1). The child gets that timestamp (nanoseconds) in MINIVMM_T0_NS,
+ * so minivmm --timing and examples/startup-floor count their start-up steps from the same
+ * instant. One line on stdout:
  *
  *   first_byte_us=N exit=S rss_kb=N ram_rss_kb=N ram_map_kb=N maxrss_kb=N bytes=N timed_out=0|1
  *   [until_us=N]
@@ -72,9 +74,10 @@ static int64_t now_ns(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: first-byte [--timeout SEC] [--ram BYTES] [--out FILE] "
-			"[--err FILE] [--until TEXT] [--udp HOST:PORT [--udp-every-us N]] [--stop] "
-			"-- COMMAND [ARG...]\n");
+	fprintf(stderr,
+		"usage: first-byte [--timeout SEC] [--first-timeout SEC] [--ram BYTES] "
+		"[--out FILE] [--err FILE] [--until TEXT] [--udp HOST:PORT [--udp-every-us N]] "
+		"[--stop] -- COMMAND [ARG...]\n");
 	exit(2);
 }
 
@@ -170,7 +173,7 @@ static int udp_connect(const char *spec)
 
 int main(int argc, char **argv)
 {
-	double timeout = 30;
+	double timeout = 30, first_timeout = 0;
 	uint64_t ram = 0;
 	const char *out_path = NULL, *err_path = NULL, *until = NULL, *udp = NULL;
 	long udp_every_us = 500;
@@ -189,6 +192,8 @@ int main(int argc, char **argv)
 			usage();
 		if (!strcmp(argv[i], "--timeout"))
 			timeout = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--first-timeout"))
+			first_timeout = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--ram"))
 			ram = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "--out"))
@@ -204,8 +209,8 @@ int main(int argc, char **argv)
 		else
 			usage();
 	}
-	if (i >= argc || timeout <= 0 || (until && (!*until || strlen(until) > 255)) ||
-	    udp_every_us <= 0)
+	if (i >= argc || timeout <= 0 || first_timeout < 0 ||
+	    (until && (!*until || strlen(until) > 255)) || udp_every_us <= 0)
 		usage();
 	int udpfd = -1;
 	if (udp && (udpfd = udp_connect(udp)) < 0) {
@@ -268,6 +273,8 @@ int main(int argc, char **argv)
 	close(pfd[1]);
 
 	int64_t deadline = t0 + (int64_t)(timeout * 1e9), first = -1, until_at = -1;
+	/* Until the first byte: the earlier of the two limits. */
+	int64_t first_deadline = first_timeout > 0 ? t0 + (int64_t)(first_timeout * 1e9) : deadline;
 	int64_t answer_at = -1, next_send = t0;
 	/* What the datagrams carry: this run's start, so a late echo of another run's is no
 	 * answer. */
@@ -281,7 +288,9 @@ int main(int argc, char **argv)
 	char buf[4096];
 	int out_open = 1;
 	for (;;) {
-		int64_t now = now_ns(), left = deadline - now;
+		int64_t now = now_ns();
+		int64_t left =
+		    (first < 0 && first_deadline < deadline ? first_deadline : deadline) - now;
 		if (left <= 0) {
 			timed_out = 1;
 			break;

@@ -2,7 +2,8 @@
 # examples/first-byte's network timer (bench-snapshot.sh --net), with a UDP echo service on the
 # host standing in for the guest (no /dev/kvm needed): --udp finds the first echo of its own
 # datagrams (answer_us), --stop then kills a child that would run on, an answer with other
-# bytes is no answer, and a child that never answers ends in a timeout with answer_us=-1.
+# bytes is no answer, and a child that never answers ends in a timeout with answer_us=-1; and
+# --first-timeout ends a child that printed nothing by then.
 source "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || skip "python3 is not installed"
 command -v cc >/dev/null || skip "no C compiler"
@@ -41,6 +42,17 @@ rc=0
 out=$(timeout 60 "$FB" --udp "127.0.0.1:$port" --timeout 50 -- echo hello) || rc=$?
 [ $rc = 1 ] && [ "$(field "$out" answer_us)" = -1 ] && [ "$(field "$out" timed_out)" = 0 ] ||
 	fail "status $rc for a child that never answered: $out"
+
+# --first-timeout: a child that prints nothing is killed after it, long before --timeout (a silent
+# guest, tests/linux/ab-boot.sh); one that printed in time runs on to its own end.
+t0=$SECONDS
+rc=0
+out=$(timeout 60 "$FB" --first-timeout 1 --timeout 50 -- sleep 30) || rc=$?
+[ $rc = 1 ] && [ "$(field "$out" first_byte_us)" = -1 ] && [ "$(field "$out" timed_out)" = 1 ] &&
+	[ $((SECONDS - t0)) -lt 10 ] || fail "status $rc after $((SECONDS - t0))s for a silent child: $out"
+out=$(timeout 60 "$FB" --first-timeout 1 --timeout 50 -- sh -c 'echo up; sleep 2; exit 3') ||
+	fail "first-byte failed on a child that printed: $out"
+[ "$(field "$out" exit)" = 3 ] && [ "$(field "$out" timed_out)" = 0 ] || fail "a child that printed was cut short: $out"
 
 # A bad address is a usage error.
 rc=0

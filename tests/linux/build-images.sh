@@ -3,9 +3,16 @@
 # build: Debian's cloud kernel with the modules the suite needs, the L2 guest's initramfs
 # (busybox, virtio drivers, mke2fs) and the L1 test VM's initramfs (busybox, KVM modules,
 # minivmm with its libraries, the L2 kernel and initramfs, the scenarios).
+#   build-images.sh [--ab] [OUT]
+# --ab: also l1-ab-initramfs.gz, the test VM of tests/linux/ab-boot.sh (issue 35): the same
+# archive followed by a second one with QEMU (its libraries and the firmware of its -kernel boot)
+# and the A/B loop (ab-l1.sh), so that L1 boots the same L2 guests under QEMU -accel kvm too.
+# The suite's own image does not change.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 HERE=$ROOT/tests/linux
+AB=0
+[ "${1:-}" = --ab ] && { AB=1; shift; }
 OUT=${1:-$ROOT/build/linux}
 MINIVMM=${MINIVMM:-$ROOT/build/minivmm}
 mkdir -p "$OUT"
@@ -108,4 +115,23 @@ cp "$HERE/scenarios.sh" "$L1/scenarios.sh"
 chmod +x "$L1/init"
 pack "$L1" "$OUT/l1-initramfs.gz"
 cp "$VMLINUZ" "$OUT/vmlinuz"
+
+if [ $AB = 1 ]; then
+	QEMU_BIN=$(command -v qemu-system-x86_64) ||
+		die "qemu-system-x86_64 is not installed (qemu-system-x86, scripts/install-deps.sh)"
+	X=$OUT/l1-ab-extra
+	rm -rf "$X"
+	mkdir -p "$X/usr/share/qemu" "$X/usr/share/seabios"
+	copy_binary "$X" "$QEMU_BIN"
+	# -M microvm boots through qboot (bios-microvm.bin), -M pc through SeaBIOS and
+	# linuxboot_dma; a PVH ELF (the probe) through pvh.bin. Debian's QEMU looks in both folders.
+	for f in qboot.rom bios-microvm.bin pvh.bin linuxboot_dma.bin kvmvapic.bin; do
+		cp -L "/usr/share/qemu/$f" "$X/usr/share/qemu/"
+	done
+	cp -L /usr/share/seabios/bios-256k.bin "$X/usr/share/seabios/"
+	cp "$HERE/ab-l1.sh" "$X/ab-l1.sh"
+	# The kernel unpacks concatenated archives in order: this one adds to the suite's.
+	pack "$X" "$OUT/l1-ab-extra.gz"
+	cat "$OUT/l1-initramfs.gz" "$OUT/l1-ab-extra.gz" >"$OUT/l1-ab-initramfs.gz"
+fi
 echo "$OUT"

@@ -2,6 +2,7 @@
 # The nested suite's L1 test VM: PID 1 under QEMU TCG (which emulates AMD SVM). Loads KVM, then
 # runs the scenarios named on its command line (tests=a,b,... ; all when absent) from
 # /scenarios.sh, one result line each ("@@ RESULT name PASS|FAIL|SKIP seconds"), then powers off.
+# In the A/B image (/ab-l1.sh) it runs the boots its command line asks for instead.
 /bin/busybox --install -s /bin 2>/dev/null
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 mount -t proc proc /proc
@@ -28,7 +29,13 @@ for m in $(cat /modules/order); do
 done
 [ -e /dev/kvm ] || echo "@@ no /dev/kvm in the test VM"
 . /scenarios.sh
-run_all "$(tr ' ' '\n' </proc/cmdline | sed -n 's/^tests=//p')"
+if [ -f /ab-l1.sh ]; then
+	# The A/B image (build-images.sh --ab, tests/linux/ab-boot.sh): boots, not scenarios.
+	. /ab-l1.sh
+	ab_run
+else
+	run_all "$(tr ' ' '\n' </proc/cmdline | sed -n 's/^tests=//p')"
+fi
 kill $beat
 wait $beat
 echo "@@ DONE"

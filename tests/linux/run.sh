@@ -36,6 +36,9 @@ QEMU=${LINUX_TEST_QEMU:-qemu-system-x86_64}
 BUILD_IMAGES=${LINUX_TEST_BUILD_IMAGES:-$ROOT/tests/linux/build-images.sh}
 command -v "$QEMU" >/dev/null ||
 	{ echo "run.sh: $QEMU is not installed (scripts/install-deps.sh)" >&2; exit 1; }
+# boot_l1 (the test VM's boot and its watch) and log_text, shared with ab-boot.sh.
+L1_PIDFILE=$OUT/l1.pid
+. "$ROOT/tests/linux/l1-vm.sh"
 
 read -r -a all <<<"$(sed -n 's/^ALL_SCENARIOS="\(.*\)"/\1/p' "$ROOT/tests/linux/scenarios.sh")"
 want=("$@")
@@ -50,71 +53,6 @@ mkdir -p "$OUT"
 "$BUILD_IMAGES" "$OUT" >/dev/null
 echo "nested suite: ${#want[@]} scenarios in the L1 test VM (QEMU TCG; log: $OUT/nested.log)"
 start=$(date +%s)
-
-# boot_l1 LOG SCENARIO...: one L1 VM running the scenarios, its console in LOG. Killed when it
-# has run LIMIT seconds, did not beat within BOOT_LIMIT seconds, stopped beating for HEARTBEAT
-# seconds, or started or ended no scenario
-# for SILENCE seconds. Prints why it ended, then the largest gap between its heartbeats.
-boot_l1() {
-	local log=$1 list rc=0 seen=0 beats=0 gap=0 n now why=""
-	local t0=$SECONDS last=$SECONDS last_beat=$SECONDS
-	shift
-	list=$(IFS=,; echo "$*")
-	# -m 6G: the --memory scenario gives the L2 guest more than 3 GiB (RAM across the PCI hole).
-	"$QEMU" -accel tcg -cpu "$CPU" -m 6G -smp 2 -nographic -no-reboot \
-		-kernel "$OUT/vmlinuz" -initrd "$OUT/l1-initramfs.gz" \
-		-append "console=ttyS0 quiet panic=-1 tests=$list" </dev/null >"$log" 2>&1 &
-	l1_pid=$!
-	echo $l1_pid >"$OUT/l1.pid"
-	while kill -0 $l1_pid 2>/dev/null; do
-		sleep 0.5
-		now=$SECONDS
-		# Heartbeats are not progress: a VM stuck in a scenario keeps beating.
-		n=$(grep -a '@@ ' "$log" | grep -vac '@@ HEARTBEAT' || true)
-		if [ "$n" != "$seen" ]; then
-			seen=$n
-			last=$now
-		fi
-		n=$(grep -ac '@@ HEARTBEAT' "$log" || true)
-		if [ "$n" != "$beats" ]; then
-			[ "$beats" != 0 ] && [ $((now - last_beat)) -gt $gap ] && gap=$((now - last_beat))
-			beats=$n
-			last_beat=$now
-		fi
-		if [ "$beats" != 0 ] && [ $((now - last_beat)) -ge "$HEARTBEAT" ]; then
-			why="no heartbeat for ${HEARTBEAT}s"
-		elif [ "$beats" = 0 ] && [ $((now - t0)) -ge "$BOOT_LIMIT" ]; then
-			why="no heartbeat within ${BOOT_LIMIT}s of its start"
-		elif [ $((now - last)) -ge "$SILENCE" ]; then
-			why="no scenario started or ended for ${SILENCE}s"
-		elif [ $((now - t0)) -ge "$LIMIT" ]; then
-			why="did not finish within ${LIMIT}s"
-		else
-			continue
-		fi
-		kill -KILL $l1_pid 2>/dev/null || true
-		wait $l1_pid 2>/dev/null || true
-		break
-	done
-	if [ -z "$why" ]; then
-		wait $l1_pid || rc=$?
-		if [ $rc != 0 ]; then
-			why="QEMU exit status $rc"
-		elif grep -aq '@@ DONE' "$log"; then
-			why=done
-		else
-			why="QEMU exited without the test VM finishing"
-		fi
-	fi
-	rm -f "$OUT/l1.pid"
-	printf '%s\n%s\n' "$why" "$gap"
-}
-
-# log_text LOG: the console as text, without heartbeats. (A heartbeat written while another
-# process was halfway through a line sits inside it: that line is joined back.)
-log_text() {
-	tr -d '\r' <"$1" | sed -e '/@@ HEARTBEAT [0-9]*$/{s///;/^$/d;N;s/\n//;}'
-}
 
 # result LOG NAME: the scenario's "PASS|FAIL|SKIP seconds [second-try]" from LOG, empty if none.
 result() { grep -a "^@@ RESULT $2 " "$1" | tr -d '\r' | head -n 1 | cut -d' ' -f4- || true; }
@@ -144,7 +82,7 @@ while [ ${#pending[@]} -gt 0 ]; do
 	log=$OUT/nested.log
 	[ $try -gt 1 ] && log=$OUT/nested.$try.log
 	# In the background and waited for, so that a signal to run.sh is acted on at once.
-	boot_l1 "$log" "${pending[@]}" >"$OUT/l1.why" &
+	boot_l1 "$log" "$OUT/l1-initramfs.gz" "tests=$(IFS=,; echo "${pending[*]}")" >"$OUT/l1.why" &
 	boot_job=$!
 	wait $boot_job
 	why=$(sed -n 1p "$OUT/l1.why")
