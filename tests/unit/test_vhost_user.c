@@ -24,6 +24,8 @@
 #include "base/clock.h"
 #include "devices/backends/vhost_user.h"
 
+/* The spec's request codes, written here on their own rather than taken from the client: the
+ * fake back end is the test's oracle, so a wrong code in the client shows as a mismatch. */
 enum {
 	GET_FEATURES = 1,
 	SET_FEATURES = 2,
