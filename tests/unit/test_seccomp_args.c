@@ -151,6 +151,21 @@ static void ip_sockets_work(void)
 	}
 }
 
+/* Files some tests make under /tmp: removed after each test, passed or failed. */
+static char sock_path[80], other_path[80], disk_path[80];
+
+static void remove_test_files(void)
+{
+	char made[96];
+	snprintf(made, sizeof(made), "%s.new", sock_path);
+	const char *paths[] = {sock_path, other_path, disk_path, made};
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (paths[i][0] && strcmp(paths[i], ".new"))
+			unlink(paths[i]);
+}
+
+TestSuite(seccomp_args, .fini = remove_test_files);
+
 Test(seccomp_args, io_thread_opens_ip_sockets_only)
 {
 	skip_under_sanitizers();
@@ -204,7 +219,6 @@ Test(seccomp_args, io_thread_opens_a_ping_socket)
 
 /* The Unix sockets the I/O thread has: the control socket, listening, and a client's
  * connection (made before the filters). */
-static char sock_path[80], other_path[80];
 static int listener = -1, conn = -1, other = -1;
 
 static int listen_at(const char *path)
@@ -491,7 +505,6 @@ Test(seccomp_args, no_role_makes_memory_executable)
 
 /* --- a blk worker's fallocate --- */
 
-static char disk_path[80];
 static int disk_fd = -1;
 
 static void open_disk(void)

@@ -847,7 +847,10 @@ static bool find_virtiofsd(char *out, size_t len)
 	return found;
 }
 
-/* Whatever happens to the test: virtiofsd killed and reaped, its directory gone. */
+/* Whether /run/virtiofsd was there before the test (virtiofsd creates it otherwise). */
+static bool vfs_run_dir_existed;
+
+/* Whatever happens to the test: virtiofsd killed and reaped, its directories gone. */
 static void vfs_fini(void)
 {
 	if (vfs_pid > 0) {
@@ -865,6 +868,9 @@ static void vfs_fini(void)
 			if (pidfile[i] == '/')
 				pidfile[i] = '.';
 		unlink(pidfile);
+		if (!vfs_run_dir_existed)
+			rmdir(
+			    "/run/virtiofsd"); /* virtiofsd made it for its pid files; empty now */
 		char cmd[128];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", vfs_dir);
 		if (system(cmd) != 0)
@@ -903,6 +909,7 @@ Test(vhost_user, virtiofsd, .fini = vfs_fini)
 		cr_skip_test("no virtiofsd (Debian: apt-get install qemu-system-common)");
 	if (geteuid() != 0)
 		cr_skip_test("virtiofsd needs root (it chroots into the shared directory)");
+	vfs_run_dir_existed = access("/run/virtiofsd", F_OK) == 0;
 	snprintf(vfs_dir, sizeof(vfs_dir), "/tmp/minivmm-vfs.XXXXXX");
 	cr_assert(mkdtemp(vfs_dir));
 	char share[96], sock[96], logpath[96], sockarg[128], srcarg[128];
