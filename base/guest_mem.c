@@ -21,7 +21,7 @@ static void layout(struct guest_mem *mem, uint8_t *backing, uint64_t ram_size)
 	uint64_t low = ram_size < MMIO_HOLE_START ? ram_size : MMIO_HOLE_START;
 	mem->regions[0] = (struct mem_region){.gpa = 0, .size = low, .hva = backing};
 	mem->nr_regions = 1;
-	mem->pagemap_fd = mem->file_fd = -1;
+	mem->pagemap_fd = mem->file_fd = mem->shared_fd = -1;
 	if (ram_size > low) {
 		mem->regions[1] = (struct mem_region){
 		    .gpa = MMIO_HOLE_END, .size = ram_size - low, .hva = backing + low};
@@ -81,18 +81,35 @@ static void *populate_thread(void *arg)
 	return NULL;
 }
 
-int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate)
+/* A memfd of ram_size bytes for shared guest RAM, or -errno. */
+static int create_shared_backing(uint64_t ram_size)
 {
-	const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-	void *p = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, flags, -1, 0);
-	if (p == MAP_FAILED)
+	int fd = memfd_create("minivmm-guest-ram", MFD_CLOEXEC);
+	if (fd < 0)
 		return -errno;
+	if (ftruncate(fd, (off_t)ram_size) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate, bool shared)
+{
+	int fd = -1;
+	if (shared && (fd = create_shared_backing(ram_size)) < 0)
+		return fd;
+	const int flags = (shared ? MAP_SHARED : MAP_PRIVATE | MAP_ANONYMOUS) | MAP_NORESERVE;
+	void *p = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, flags, fd, 0);
+	if (p == MAP_FAILED)
+		goto fail;
 	bool async = populate && madvise(p, 4096, MADV_POPULATE_WRITE) == 0;
 	if (populate && !async) {
 		munmap(p, ram_size);
-		p = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, flags | MAP_POPULATE, -1, 0);
+		p = mmap(NULL, ram_size, PROT_READ | PROT_WRITE, flags | MAP_POPULATE, fd, 0);
 		if (p == MAP_FAILED)
-			return -errno;
+			goto fail;
 	}
 	/* Guest RAM is large and sparse in use; never dump it into a core file. Transparent huge
 	 * pages where the host allows them: fewer faults and far less page pinning for direct I/O
@@ -104,7 +121,13 @@ int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate)
 	layout(mem, p, ram_size);
 	mem->populate_pending = async;
 	mem->pagemap_fd = open_pagemap();
+	mem->shared_fd = fd;
 	return 0;
+fail:;
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	return -e;
 }
 
 int guest_mem_init_file(struct guest_mem *mem, uint64_t ram_size, int fd)
@@ -156,8 +179,18 @@ void guest_mem_destroy(struct guest_mem *mem)
 			close(mem->pagemap_fd);
 		if (mem->file_fd >= 0)
 			close(mem->file_fd);
+		if (mem->shared_fd >= 0)
+			close(mem->shared_fd);
 	}
 	memset(mem, 0, sizeof(*mem));
+}
+
+int guest_mem_release(const struct guest_mem *mem, void *start, size_t len)
+{
+	/* A private anonymous page is freed by DONTNEED and refaults as zeros; a shared one
+	 * would only lose this mapping's view of it, the memfd keeping the page (and its data):
+	 * REMOVE frees the backing store too. */
+	return madvise(start, len, mem->shared_fd >= 0 ? MADV_REMOVE : MADV_DONTNEED);
 }
 
 void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len)

@@ -1,4 +1,5 @@
-/* Guest physical memory: one anonymous host mapping split around the 32-bit MMIO hole. */
+/* Guest physical memory: one host mapping split around the 32-bit MMIO hole: private anonymous
+ * memory, or a memfd mapped shared when another process (a vhost-user back end) must map it too. */
 #ifndef MINIVMM_GUEST_MEM_H
 #define MINIVMM_GUEST_MEM_H
 
@@ -28,6 +29,8 @@ struct guest_mem {
 	 * and the snapshot file RAM was mapped from, opened at init (before any sandbox), or -1. */
 	int pagemap_fd;
 	int file_fd;
+	/* Shared RAM: the memfd backing the whole mapping (offset 0 = mapping), else -1. */
+	int shared_fd;
 	/* Background pre-faulting (see guest_mem_init). */
 	pthread_t populate_thread;
 	bool populate_pending;
@@ -45,8 +48,10 @@ struct guest_mem {
  * thread (MADV_POPULATE_WRITE, see guest_mem_start_populate) so the guest starts at once yet
  * rarely takes a first-touch fault; kernels without MADV_POPULATE_WRITE get a synchronous
  * MAP_POPULATE. Transparent huge pages above GUEST_MEM_LOW_4K_BYTES, 4 KiB pages below it.
+ * With shared, RAM is a memfd (mem->shared_fd) mapped MAP_SHARED, for a vhost-user back end to
+ * map as well (its huge pages then follow the host's shmem_enabled setting).
  * Returns 0 or -errno. */
-int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate);
+int guest_mem_init(struct guest_mem *mem, uint64_t ram_size, bool populate, bool shared);
 /* Map ram_size bytes of guest RAM from fd (a snapshot's memory file) MAP_PRIVATE: pages are read
  * from the file as the guest touches them and copied only when it writes them; the file is never
  * written. Returns 0 or -errno. */
@@ -65,6 +70,11 @@ void guest_mem_destroy(struct guest_mem *mem);
 /* Host pointer for [gpa, gpa+len) if that range lies entirely inside one RAM region, else NULL.
  * Safe against overflow of gpa+len: every guest-supplied address goes through here. */
 void *guest_mem_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len);
+
+/* Give the host memory behind [start, start + len) of guest RAM back: it reads as zeros
+ * afterwards (the balloon). MADV_REMOVE on shared RAM, whose pages a MADV_DONTNEED would leave
+ * in the memfd. 0 or -1 with errno. */
+int guest_mem_release(const struct guest_mem *mem, void *start, size_t len);
 
 /* Highest guest-physical address + 1 of RAM below the MMIO hole. */
 uint64_t guest_mem_low_end(const struct guest_mem *mem);

@@ -18,7 +18,8 @@ static struct seccomp_needs needs_of(unsigned index)
 	return (struct seccomp_needs){.user_net = index & 1,
 				      .tap = index & 2,
 				      .io_uring = index & 4,
-				      .control_socket = index & 8};
+				      .control_socket = index & 8,
+				      .vhost_user = index & 16};
 }
 
 static struct sock_filter *export(const struct seccomp_needs *needs, enum seccomp_role role,

@@ -71,7 +71,7 @@ static double save(const struct guest_mem *mem, struct snapshot_state *st, const
 static int round_trip(uint64_t size, uint64_t touch, int skip_holes, const char *tmp)
 {
 	struct guest_mem mem, back;
-	if (guest_mem_init(&mem, size, false))
+	if (guest_mem_init(&mem, size, false, false))
 		return -1;
 	if (!skip_holes && mem.pagemap_fd >= 0) {
 		close(mem.pagemap_fd);

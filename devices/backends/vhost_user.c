@@ -1,6 +1,7 @@
 #include "vhost_user.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -631,6 +632,23 @@ bool vhost_user_broken(const struct vhost_user *vu)
 void vhost_user_mark_broken(struct vhost_user *vu, const char *why)
 {
 	broken(vu, "%s", why);
+}
+
+int vhost_user_move_fd(struct vhost_user *vu, int lowest, int count)
+{
+	for (int fd = lowest; fd < lowest + count; fd++) {
+		if (fd == vu->fd)
+			return 0;
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue; /* taken */
+		if (dup3(vu->fd, fd, O_CLOEXEC) < 0)
+			return -1;
+		close(vu->fd);
+		vu->fd = fd;
+		return 0;
+	}
+	errno = EMFILE;
+	return -1;
 }
 
 int vhost_user_fd(const struct vhost_user *vu)

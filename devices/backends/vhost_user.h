@@ -141,6 +141,11 @@ bool vhost_user_broken(const struct vhost_user *vu);
 /* The caller saw the back end go (its socket hung up on the event loop): broken, with why. */
 void vhost_user_mark_broken(struct vhost_user *vu, const char *why);
 
+/* Move the socket to the lowest free descriptor in [lowest, lowest + count) (where a
+ * system-call filter can name it). 0, or -1 with errno (EMFILE: none free, or over the
+ * descriptor limit). */
+int vhost_user_move_fd(struct vhost_user *vu, int lowest, int count);
+
 /* The socket, for the caller to watch for the back end's end (EPOLLHUP); still owned here. */
 int vhost_user_fd(const struct vhost_user *vu);
 

@@ -69,11 +69,9 @@ const char *virtio_balloon_stat_name(unsigned tag)
 
 static void release(struct virtio_balloon *b, uint8_t *start, size_t len)
 {
-	/* Anonymous private memory: DONTNEED frees it now and it refaults as zeros. (A file or
-	 * shmem backing would need MADV_REMOVE to free the backing store as well.) */
-	if (len && madvise(start, len, MADV_DONTNEED) < 0 && !b->warned_madvise) {
+	if (len && guest_mem_release(b->mem, start, len) < 0 && !b->warned_madvise) {
 		b->warned_madvise = true;
-		log_warn("%s: madvise(MADV_DONTNEED): %s", b->dev->label, strerror(errno));
+		log_warn("%s: giving memory back (madvise): %s", b->dev->label, strerror(errno));
 	}
 }
 

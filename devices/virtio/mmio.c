@@ -62,9 +62,28 @@ static void signal_config(struct virtio_dev *dev)
 	raise_interrupt(dev->transport_priv, INT_CONFIG);
 }
 
+static int queue_kick_fd(struct virtio_dev *dev, int q, bool external)
+{
+	struct virtio_mmio *t = dev->transport_priv;
+	if (q < 0 || q >= dev->nr_queues)
+		return -1;
+	return virtio_kick_set_external(&t->kick[q], t->host.loop, external);
+}
+
+/* Every queue shares the device's one interrupt; a back end writing it directly leaves the
+ * interrupt status as it was, which is why read_reg shows a used buffer for such devices. */
+static int queue_irqfd(struct virtio_dev *dev, int q)
+{
+	struct virtio_mmio *t = dev->transport_priv;
+	(void)q;
+	return t->irq_fd;
+}
+
 static const struct virtio_transport_ops mmio_transport_ops = {
     .signal_queue = signal_queue,
     .signal_config = signal_config,
+    .queue_kick_fd = queue_kick_fd,
+    .queue_irqfd = queue_irqfd,
 };
 
 /* The selected queue's number, or -1 when the driver selected one that does not exist. Read
@@ -101,7 +120,11 @@ static uint32_t read_reg(struct virtio_mmio *t, uint64_t offset)
 	case REG_QUEUE_READY:
 		return vq ? vq->ready : 0;
 	case REG_INTERRUPT_STATUS:
-		return __atomic_load_n(&t->interrupt_status, __ATOMIC_SEQ_CST);
+		/* Queues served elsewhere interrupt through the irqfd without setting the bit: say
+		 * a buffer may have been used, and the driver looks at its rings (a spurious look
+		 * costs it an index read). */
+		return __atomic_load_n(&t->interrupt_status, __ATOMIC_SEQ_CST) |
+		       (dev->external_queues ? INT_USED_BUFFER : 0);
 	case REG_STATUS:
 		return virtio_dev_status(dev);
 	case REG_SHM_LEN_LOW:

@@ -140,9 +140,37 @@ static void signal_config(struct virtio_dev *dev)
 	raise_irq(vp, vector, VIRTIO_PCI_ISR_CONFIG);
 }
 
+static int queue_kick_fd(struct virtio_dev *dev, int q, bool external)
+{
+	struct virtio_pci *vp = dev->transport_priv;
+	if (q < 0 || q >= dev->nr_queues)
+		return -1;
+	return virtio_kick_set_external(&vp->notify[q], vp->host.loop, external);
+}
+
+/* The irqfd of queue q's MSI-X vector. A vector's route, once the guest unmasked it, stays in
+ * KVM's table when the guest masks it again (raise_irq holds masked interrupts back instead): so
+ * a back end writing this eventfd is never lost, though it may interrupt through a mask. INTx
+ * needs ISR set with each interrupt: -1, the caller relays them through signal_queue. */
+static int queue_irqfd(struct virtio_dev *dev, int q)
+{
+	struct virtio_pci *vp = dev->transport_priv;
+	int fd = -1;
+	if (q < 0 || q >= dev->nr_queues)
+		return -1;
+	pthread_mutex_lock(&vp->lock);
+	uint16_t vector = vp->queue_vector[q];
+	if (vp->msix_enabled && vector < vp->nr_vectors && vp->vec[vector].gsi >= 0)
+		fd = vp->vec[vector].fd;
+	pthread_mutex_unlock(&vp->lock);
+	return fd;
+}
+
 static const struct virtio_transport_ops transport_ops = {
     .signal_queue = signal_queue,
     .signal_config = signal_config,
+    .queue_kick_fd = queue_kick_fd,
+    .queue_irqfd = queue_irqfd,
 };
 
 /* A vector number the driver asks for: kept if it exists, else NO_VECTOR (4.1.5.1.2). */

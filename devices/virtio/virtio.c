@@ -126,22 +126,32 @@ static void reset_locked(struct virtio_dev *dev)
 	dev->broken = false;
 }
 
-static void mark_broken_locked(struct virtio_dev *dev, const char *reason)
+static void needs_reset_locked(struct virtio_dev *dev, const char *whose, const char *reason)
 {
 	if (dev->broken)
 		return;
 	dev->broken = true;
 	dev->status |= VIRTIO_STATUS_DEVICE_NEEDS_RESET;
-	log_warn_ratelimited(&dev->broken_log, "%s: guest driver error: %s; device needs reset",
-			     dev->label, reason);
+	log_warn_ratelimited(&dev->broken_log, "%s: %s%s; device needs reset", dev->label, whose,
+			     reason);
 	if (dev->transport && dev->transport->signal_config)
 		dev->transport->signal_config(dev);
+}
+
+static void mark_broken_locked(struct virtio_dev *dev, const char *reason)
+{
+	needs_reset_locked(dev, "guest driver error: ", reason);
 }
 
 void virtio_dev_mark_broken(struct virtio_dev *dev, const char *reason)
 {
 	/* Device models call this with dev->lock held (from queue processing). */
 	mark_broken_locked(dev, reason);
+}
+
+void virtio_dev_fail(struct virtio_dev *dev, const char *reason)
+{
+	needs_reset_locked(dev, "", reason);
 }
 
 /* Validate and map one queue the driver made ready. */
@@ -360,12 +370,28 @@ int virtio_kick_open(struct virtio_kick *k, struct event_loop *loop)
 
 void virtio_kick_close(struct virtio_kick *k, struct event_loop *loop)
 {
-	if (k->watched)
+	if (k->watched && !k->external)
 		event_loop_del_fd(loop, &k->src);
-	k->watched = false;
+	k->watched = k->external = false;
 	if (k->fd >= 0)
 		close(k->fd);
 	k->fd = -1;
+}
+
+int virtio_kick_set_external(struct virtio_kick *k, struct event_loop *loop, bool external)
+{
+	if (!k->watched)
+		return -1;
+	if (external != k->external) {
+		/* Kicks the I/O thread already took are not lost: the new reader looks at the
+		 * ring once it starts. */
+		if (external)
+			event_loop_del_fd(loop, &k->src);
+		else if (event_loop_add_fd(loop, &k->src, k->fd, EPOLLIN, kick_handler, k))
+			return -1;
+		k->external = external;
+	}
+	return k->fd;
 }
 
 void virtio_dev_save(struct virtio_dev *dev, struct virtio_dev_state *out)

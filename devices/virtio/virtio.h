@@ -28,6 +28,7 @@
 #define VIRTIO_ID_BLOCK	  2
 #define VIRTIO_ID_RNG	  4
 #define VIRTIO_ID_BALLOON 5
+#define VIRTIO_ID_FS	  26
 
 #define VIRTIO_MAX_QUEUES 16
 
@@ -72,6 +73,15 @@ struct virtio_transport_ops {
 	void (*signal_queue)(struct virtio_dev *dev, int q);
 	/* Raise the configuration-change interrupt. Thread-safe. */
 	void (*signal_config)(struct virtio_dev *dev);
+	/* For a device whose queues another process serves (vhost-user, dev->external_queues):
+	 * external: queue q's kicks stop reaching the I/O thread, and the eventfd KVM signals for
+	 * them (or the transport, for a trapped write) is returned for that process to read (-1:
+	 * none); !external: they reach the I/O thread again. dev->lock held. */
+	int (*queue_kick_fd)(struct virtio_dev *dev, int q, bool external);
+	/* An eventfd whose every write raises queue q's interrupt in the guest without the VMM
+	 * (an irqfd), or -1 when the transport cannot give one (INTx, no MSI-X vector): the
+	 * caller then calls signal_queue. Asked at DRIVER_OK. dev->lock held. */
+	int (*queue_irqfd)(struct virtio_dev *dev, int q);
 };
 
 /* What a transport asks of the machine, the one interface through which virtio-mmio and
@@ -124,6 +134,11 @@ struct virtio_dev {
 	bool broken;	  /* a protocol violation was seen: no more processing until reset */
 	bool activated;	  /* ops->activate ran: ops->reset must run at the next reset */
 	bool dma_enabled; /* the transport lets the device touch guest memory (PCI bus master) */
+	/* Another process serves the queues (vhost-user): its interrupts may bypass the VMM, so
+	 * the transports must not rely on seeing each one (virtio-mmio's interrupt status shows a
+	 * used buffer at every read; virtio-pci raises a vector again when it is unmasked). Set at
+	 * creation, never changed. */
+	bool external_queues;
 	/* A reset was written but work from before it is still in flight (ops->reset set it):
 	 * the status register reads non-zero until it is done (virtio 1.2, 4.1.4.3.2). Written
 	 * under lock, read by the transports' status read without it. */
@@ -202,21 +217,29 @@ void virtio_dev_config_access(struct virtio_dev *dev, uint64_t offset, uint8_t *
 struct virtio_kick {
 	struct virtio_dev *dev;
 	int queue;
-	int fd;	      /* -1: none */
-	bool watched; /* fd is on the event loop */
+	int fd;	       /* -1: none */
+	bool watched;  /* fd is open and carries the queue's kicks */
+	bool external; /* ... to another process: not on the event loop */
 	struct event_source src;
 };
 
-/* No eventfd yet (fd -1). */
+/* No eventfd yet (fd -1). external: its kicks go to another process (see
+ * virtio_transport_ops.queue_kick_fd), the eventfd being off the I/O thread's loop. */
 void virtio_kick_init(struct virtio_kick *k, struct virtio_dev *dev, int queue);
 /* Create the eventfd and watch it on loop. 0, or -1 (what exists is left for close). */
 int virtio_kick_open(struct virtio_kick *k, struct event_loop *loop);
 void virtio_kick_close(struct virtio_kick *k, struct event_loop *loop);
+/* Hand the kicks to another process (off loop) or take them back; the eventfd, or -1 when
+ * there is none. */
+int virtio_kick_set_external(struct virtio_kick *k, struct event_loop *loop, bool external);
 
 /* A guest broke the protocol: log once, set DEVICE_NEEDS_RESET, stop processing, and send a
  * configuration-change interrupt. The VMM and every other device keep running. Call with
  * dev->lock held (queue processing holds it). */
 void virtio_dev_mark_broken(struct virtio_dev *dev, const char *reason);
+/* The device itself failed (its back end is gone): as virtio_dev_mark_broken, but the log line
+ * does not blame the guest. dev->lock held. */
+void virtio_dev_fail(struct virtio_dev *dev, const char *reason);
 /* Called by device models after pushing used buffers on queue q. */
 void virtio_dev_notify_used(struct virtio_dev *dev, int q);
 

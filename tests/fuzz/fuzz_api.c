@@ -82,7 +82,8 @@ static void signal_config(struct virtio_dev *d)
 	config_irqs++;
 }
 
-static const struct virtio_transport_ops transport = {signal_queue, signal_config};
+static const struct virtio_transport_ops transport = {.signal_queue = signal_queue,
+						      .signal_config = signal_config};
 
 static void global_init(void)
 {

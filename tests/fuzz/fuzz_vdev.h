@@ -118,7 +118,8 @@ static void fv_signal_config(struct virtio_dev *d)
 	fv.config_irqs++;
 }
 
-static const struct virtio_transport_ops fv_transport = {fv_signal_queue, fv_signal_config};
+static const struct virtio_transport_ops fv_transport = {.signal_queue = fv_signal_queue,
+							 .signal_config = fv_signal_config};
 
 /* Once per process: RAM and the I/O loop. */
 static inline void fv_global_init(void)

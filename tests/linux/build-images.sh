@@ -70,7 +70,8 @@ pack() { (cd "$1" && find . | cpio -o -H newc --quiet | gzip -1) >"$2"; }
 L2=$OUT/l2-root
 base_root "$L2"
 copy_modules "$L2/modules" virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev \
-	virtio_pci virtio_mmio failover net_failover virtio_net virtio_blk virtio_balloon virtio-rng
+	virtio_pci virtio_mmio failover net_failover virtio_net virtio_blk virtio_balloon virtio-rng \
+	fuse virtiofs
 copy_binary "$L2" /sbin/mke2fs
 cp /etc/mke2fs.conf "$L2/etc/"
 cp "$HERE/guest-init.sh" "$L2/init"
@@ -92,6 +93,10 @@ SLIRP_LIB=$(ldconfig -p | awk '/libslirp\.so\.0 .*x86-64/ && !found { print $NF;
 copy_binary "$L1" "$SLIRP_LIB"
 mv "$L1$MINIVMM" "$L1/bin/minivmm"
 for b in /sbin/e2fsck /sbin/mke2fs /usr/bin/script /usr/sbin/tc; do copy_binary "$L1" "$b"; done
+# Debian's virtio-fs back end (qemu-system-common), for the fs scenarios.
+VIRTIOFSD=/usr/lib/qemu/virtiofsd
+[ -x $VIRTIOFSD ] || die "$VIRTIOFSD is not installed (qemu-system-common, scripts/install-deps.sh)"
+copy_binary "$L1" $VIRTIOFSD
 cp /etc/mke2fs.conf "$L1/etc/"
 mkdir -p "$L1/l2"
 cp "$VMLINUZ" "$L1/l2/vmlinuz"

@@ -171,6 +171,28 @@ blk)
 	say "disks=$(ls -d /sys/block/vd* | wc -l)"
 	end
 	;;
+fs)
+	# The host's directory through virtio-fs (tag hostshare): read, list, write, fsync, rename,
+	# a file read through its descriptor after its unlink; then the command loop (the test VM
+	# changes a file on the host and asks for it again).
+	mkdir -p /mnt/fs
+	mount -t virtiofs hostshare /mnt/fs || fail "mount -t virtiofs hostshare"
+	say "fs hello=$(cat /mnt/fs/hello)"
+	say "fs big=$(sha256sum </mnt/fs/big | cut -d' ' -f1)"
+	say "fs ls=$(ls /mnt/fs | tr '\n' ,)"
+	dd if=/dev/urandom of=/mnt/fs/fromguest bs=64K count=48 2>/dev/null
+	sync /mnt/fs/fromguest || say "FAIL fsync" # busybox: fsync() of the file
+	say "fs wrote=$(sha256sum </mnt/fs/fromguest | cut -d' ' -f1)"
+	mv /mnt/fs/fromguest /mnt/fs/renamed || say "FAIL rename"
+	echo still-here >/mnt/fs/tmpfile
+	exec 4</mnt/fs/tmpfile
+	rm /mnt/fs/tmpfile
+	say "fs unlinked_size=$(stat -L -c %s /proc/self/fd/4) unlinked_read=$(cat <&4)"
+	exec 4<&-
+	[ -e /mnt/fs/tmpfile ] && say "FAIL tmpfile still there" || say "fs gone=yes"
+	cat /mnt/fs/missing 2>/dev/null && say "FAIL read a missing file" || say "fs missing=refused"
+	end
+	;;
 boot) end ;;
 rootfs)
 	say "root $(awk '$2 == "/" && $1 != "rootfs" {print $1, $3}' /proc/mounts) init=$(readlink /proc/1/exe)"

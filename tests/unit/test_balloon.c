@@ -35,7 +35,8 @@ static void signal_config(struct virtio_dev *d)
 	config_irqs++;
 }
 
-static const struct virtio_transport_ops transport = {signal_queue, signal_config};
+static const struct virtio_transport_ops transport = {.signal_queue = signal_queue,
+						      .signal_config = signal_config};
 
 #define STATUS_FEATURES_OK                                                                         \
 	(VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -49,7 +50,7 @@ Test(guest_mem, the_loaders_low_pages_are_small_the_rest_may_be_huge)
 	if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) != 0)
 		cr_skip_test("this kernel has no transparent huge pages");
 	struct guest_mem mem;
-	cr_assert_eq(guest_mem_init(&mem, 64ULL << 20, false), 0);
+	cr_assert_eq(guest_mem_init(&mem, 64ULL << 20, false, false), 0);
 	uint8_t *base = mem.mapping;
 	char low[512], high[512];
 	cr_assert(vma_flags(base + GUEST_MEM_LOW_4K_BYTES, high, sizeof(high)),
@@ -66,7 +67,7 @@ Test(guest_mem, the_loaders_low_pages_are_small_the_rest_may_be_huge)
 Test(guest_mem, ram_within_the_low_pages_is_all_small)
 {
 	struct guest_mem mem;
-	cr_assert_eq(guest_mem_init(&mem, GUEST_MEM_LOW_4K_BYTES, false), 0);
+	cr_assert_eq(guest_mem_init(&mem, GUEST_MEM_LOW_4K_BYTES, false, false), 0);
 	char flags[512];
 	cr_assert(vma_flags(mem.mapping, flags, sizeof(flags)));
 	cr_assert_not(has_flag(flags, "hg"), "%s", flags);
@@ -122,7 +123,7 @@ Test(guest_mem, pagemap_shows_no_frame_numbers)
 {
 	bool admin = sys_admin_effective();
 	struct guest_mem mem;
-	cr_assert_eq(guest_mem_init(&mem, 16ULL << 20, false), 0);
+	cr_assert_eq(guest_mem_init(&mem, 16ULL << 20, false, false), 0);
 	expect_present_without_pfn(&mem, admin);
 }
 
@@ -136,4 +137,73 @@ Test(guest_mem, restored_ram_pagemap_shows_no_frame_numbers)
 	cr_assert_eq(guest_mem_init_file(&mem, 16ULL << 20, fd), 0);
 	close(fd);
 	expect_present_without_pfn(&mem, admin);
+}
+
+/* ---- shared RAM (a vhost-user back end maps it too) ---- */
+
+/* Bytes of shmem this process's mapping of fd holds (its RssShmem would count the whole
+ * process; the memfd's own size in blocks is what the balloon must shrink). */
+static uint64_t memfd_bytes(int fd)
+{
+	struct stat st;
+	cr_assert_eq(fstat(fd, &st), 0);
+	return (uint64_t)st.st_blocks * 512;
+}
+
+Test(guest_mem, shared_ram_is_one_memfd_that_another_mapping_sees)
+{
+	struct guest_mem mem;
+	cr_assert_eq(guest_mem_init(&mem, 16ULL << 20, false, true), 0);
+	cr_assert_geq(mem.shared_fd, 0, "shared RAM without its memfd");
+	/* What a back end does: map the descriptor it was passed, at the region's offset. */
+	uint8_t *peer =
+	    mmap(NULL, 16ULL << 20, PROT_READ | PROT_WRITE, MAP_SHARED, mem.shared_fd, 0);
+	cr_assert_neq(peer, MAP_FAILED);
+	uint8_t *g = guest_mem_ptr(&mem, 0x123000, 4);
+	memcpy(g, "ping", 4);
+	cr_assert_eq(memcmp(peer + 0x123000, "ping", 4), 0, "the peer does not see guest writes");
+	memcpy(peer + 0x200000, "pong", 4);
+	cr_assert_eq(memcmp(guest_mem_ptr(&mem, 0x200000, 4), "pong", 4), 0,
+		     "the guest does not see the peer's writes");
+	munmap(peer, 16ULL << 20);
+	guest_mem_destroy(&mem);
+}
+
+Test(guest_mem, private_ram_has_no_memfd)
+{
+	struct guest_mem mem;
+	cr_assert_eq(guest_mem_init(&mem, 4ULL << 20, false, false), 0);
+	cr_assert_eq(mem.shared_fd, -1);
+	guest_mem_destroy(&mem);
+}
+
+/* The balloon's release: on shared RAM a MADV_DONTNEED would leave the pages in the memfd
+ * (the host gets nothing back and the guest reads its old data again). */
+Test(guest_mem, releasing_shared_ram_frees_the_memfd_pages_and_reads_zeros)
+{
+	struct guest_mem mem;
+	cr_assert_eq(guest_mem_init(&mem, 16ULL << 20, false, true), 0);
+	uint8_t *p = guest_mem_ptr(&mem, 4ULL << 20, 8ULL << 20);
+	memset(p, 0xab, 8ULL << 20);
+	uint64_t before = memfd_bytes(mem.shared_fd);
+	cr_assert_geq(before, 8ULL << 20);
+	cr_assert_eq(guest_mem_release(&mem, p, 8ULL << 20), 0);
+	uint64_t after = memfd_bytes(mem.shared_fd);
+	cr_assert_leq(after + (8ULL << 20), before, "released 8 MiB, memfd went %llu -> %llu bytes",
+		      (unsigned long long)before, (unsigned long long)after);
+	cr_assert_eq(p[0], 0);
+	cr_assert_eq(p[(8ULL << 20) - 1], 0);
+	guest_mem_destroy(&mem);
+}
+
+Test(guest_mem, releasing_private_ram_reads_zeros)
+{
+	struct guest_mem mem;
+	cr_assert_eq(guest_mem_init(&mem, 4ULL << 20, false, false), 0);
+	uint8_t *p = guest_mem_ptr(&mem, 1ULL << 20, 4096);
+	memset(p, 0xcd, 4096);
+	cr_assert_eq(guest_mem_release(&mem, p, 4096), 0);
+	cr_assert_eq(p[0], 0);
+	cr_assert_eq(p[4095], 0);
+	guest_mem_destroy(&mem);
 }

@@ -517,7 +517,7 @@ static void pass_snapshot_files(void)
 {
 	int fds[SNAPSHOT_NR_FILES];
 	char err[256];
-	if (guest_mem_init(&snap_mem, 16 << 20, false) || snap_mem.pagemap_fd < 0)
+	if (guest_mem_init(&snap_mem, 16 << 20, false, false) || snap_mem.pagemap_fd < 0)
 		_exit(22);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, snap_sock) ||
 	    snapshot_create_files(snap_dir, fds, err, sizeof(err)))
@@ -925,7 +925,7 @@ static struct guest_mem populate_mem;
 
 static void map_ram_to_populate(void)
 {
-	if (guest_mem_init(&populate_mem, 16ULL << 20, true))
+	if (guest_mem_init(&populate_mem, 16ULL << 20, true, false))
 		_exit(20);
 }
 

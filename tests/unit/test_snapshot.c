@@ -206,7 +206,7 @@ Test(snapshot, untouched_ram_above_4g_is_neither_read_nor_written)
 {
 	const uint64_t size = 3584ULL << 20;
 	struct guest_mem big, back_mem;
-	cr_assert_eq(guest_mem_init(&big, size, false), 0);
+	cr_assert_eq(guest_mem_init(&big, size, false, false), 0);
 	if (big.pagemap_fd < 0)
 		cr_skip_test("no /proc/self/pagemap here");
 	cr_assert_eq(big.nr_regions, 2);

@@ -34,7 +34,8 @@ static void signal_config(struct virtio_dev *d)
 	(void)d;
 }
 
-static const struct virtio_transport_ops transport = {signal_queue, signal_config};
+static const struct virtio_transport_ops transport = {.signal_queue = signal_queue,
+						      .signal_config = signal_config};
 
 static void setup(void)
 {

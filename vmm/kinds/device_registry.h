@@ -68,6 +68,8 @@ struct device_kind_desc {
 	 * its errors and --help its lines. */
 	const struct option_desc *options;
 	bool needs_options; /* the flag must have options (e.g. --net tap=NAME) */
+	/* Another process maps the guest's RAM (a vhost-user back end): RAM is a shared memfd. */
+	bool shares_memory;
 	/* Validate the device's own options (the flag's list without transport=) into a malloc'd
 	 * *parsed; return -1 with a one-line reason in err. Runs at command-line parsing, before
 	 * any set-up. */

@@ -17,6 +17,8 @@ extern const struct device_kind_desc virtio_rng_kind;
 extern const struct device_kind_desc virtio_net_kind;
 /* --balloon[,deflate-on-oom=on][,free-page-reporting=on] */
 extern const struct device_kind_desc virtio_balloon_kind;
+/* --fs socket=PATH,tag=TAG[,queues=N] */
+extern const struct device_kind_desc virtio_fs_kind;
 /* --disk path=IMAGE[,readonly=on][,cache=none|writeback][,serial=ID] */
 extern const struct device_kind_desc virtio_blk_kind;
 

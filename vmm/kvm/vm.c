@@ -13,6 +13,17 @@
 #include "gsi_routing.h"
 #include "base/log.h"
 #include "base/startup_timing.h"
+#include "vmm/kinds/device_registry.h"
+
+/* A device whose back end maps guest RAM too (vhost-user) needs it shared; private anonymous
+ * memory otherwise, which keeps transparent huge pages whatever the host's shmem setting. */
+static bool shares_memory(const struct vm_config *cfg)
+{
+	for (int i = 0; i < cfg->nr_devices; i++)
+		if (cfg->devices[i].kind->shares_memory)
+			return true;
+	return false;
+}
 
 static int add_memory_slots(struct vm *vm)
 {
@@ -67,7 +78,8 @@ int vm_create(struct vm *vm, const struct vm_config *cfg)
 	}
 	startup_mark(STARTUP_KVM);
 	int rc = cfg->restore_dir ? guest_mem_init_file(&vm->mem, cfg->memory_bytes, cfg->memory_fd)
-				  : guest_mem_init(&vm->mem, cfg->memory_bytes, cfg->populate);
+				  : guest_mem_init(&vm->mem, cfg->memory_bytes, cfg->populate,
+						   shares_memory(cfg));
 	if (rc) {
 		log_error("cannot allocate %llu MiB of guest memory: %s",
 			  (unsigned long long)(cfg->memory_bytes >> 20), strerror(-rc));

@@ -4,7 +4,7 @@
 unsigned seccomp_aot_needs_index(const struct seccomp_needs *needs)
 {
 	return (needs->user_net ? 1u : 0) | (needs->tap ? 2u : 0) | (needs->io_uring ? 4u : 0) |
-	       (needs->control_socket ? 8u : 0);
+	       (needs->control_socket ? 8u : 0) | (needs->vhost_user ? 16u : 0);
 }
 
 /* Where libseccomp compares an argument's low word with a constant. */

@@ -17,7 +17,7 @@
 #define SECCOMP_AOT_PID 0x5ecc0bf1u
 
 #define SECCOMP_AOT_ROLES (SECCOMP_POPULATE + 1)
-#define SECCOMP_AOT_NEEDS 16 /* the four needs as bits: seccomp_aot_needs_index */
+#define SECCOMP_AOT_NEEDS 32 /* the five needs as bits: seccomp_aot_needs_index */
 /* The longest program (the generator checks): a thread copies its own on its stack. */
 #define SECCOMP_AOT_MAX_LEN 1024
 

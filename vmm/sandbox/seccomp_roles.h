@@ -12,7 +12,14 @@ struct seccomp_needs {
 	bool tap;	     /* --net tap=: TUNSETOFFLOAD when the guest changes offloads */
 	bool io_uring;	     /* a disk on io_uring: io_uring_enter */
 	bool control_socket; /* --api-sock: accept/send/recv, and its removal at exit */
+	bool vhost_user;     /* a vhost-user back end: its socket's messages, shared RAM */
 };
+
+/* The descriptors vhost-user back ends' sockets are moved to (vhost_user_move_fd) so that the
+ * filters can name them: sendmsg, the one call that passes descriptors out, works on these only.
+ * BASE is a multiple of FDS, a power of two: one masked compare matches them all. */
+#define SECCOMP_VHOST_USER_FD_BASE 1000
+#define SECCOMP_VHOST_USER_FDS	   8
 
 /* Which filter. SECCOMP_PROCESS goes on every thread at once, before the VMM starts its
  * threads: the union of the roles below, plus what starting a thread and installing its own

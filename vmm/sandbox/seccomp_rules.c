@@ -57,7 +57,7 @@ enum {
 };
 
 /* The device or option a rule is for. */
-enum need { ALWAYS, USER_NET, TAP, IO_URING, CONTROL_SOCKET };
+enum need { ALWAYS, USER_NET, TAP, IO_URING, CONTROL_SOCKET, VHOST_USER };
 
 struct syscall_rule {
 	const char *name;
@@ -154,6 +154,11 @@ static const struct syscall_rule syscalls[] = {
     /* which pages of guest RAM never held data (mem_holes.c: /proc/self/pagemap, opened at
      * start) */
     {"pread64", IO, CONTROL_SOCKET},
+    /* a vhost-user back end's replies are awaited on the vCPU thread that set the device's
+     * status (DRIVER_OK hands the rings over, a reset takes them back); sendmsg and recvmsg:
+     * arg_rules */
+    {"poll", VCPU, VHOST_USER},
+    {"ppoll", VCPU, VHOST_USER},
 };
 
 /* One argument compared as the kernel reads it: an int, 32 bits. */
@@ -169,6 +174,16 @@ static const struct syscall_rule syscalls[] = {
 		.datum_a = 0xffffffffu & ~(uint32_t)(SOCK_CLOEXEC | SOCK_NONBLOCK),                \
 		.datum_b = (type)                                                                  \
 	}
+/* A vhost-user back end's socket (SECCOMP_VHOST_USER_FD_BASE, ...). */
+#define VHOST_USER_SOCKET                                                                          \
+	{                                                                                          \
+		.arg = 0, .op = SCMP_CMP_MASKED_EQ,                                                \
+		.datum_a = 0xffffffffu & ~(uint32_t)(SECCOMP_VHOST_USER_FDS - 1),                  \
+		.datum_b = SECCOMP_VHOST_USER_FD_BASE                                              \
+	}
+_Static_assert((SECCOMP_VHOST_USER_FDS & (SECCOMP_VHOST_USER_FDS - 1)) == 0 &&
+		   SECCOMP_VHOST_USER_FD_BASE % SECCOMP_VHOST_USER_FDS == 0,
+	       "one masked compare must match exactly the vhost-user descriptors");
 /* Memory that is not executable. */
 #define NO_EXEC                                                                                    \
 	{                                                                                          \
@@ -222,6 +237,18 @@ static const struct arg_rule arg_rules[] = {
      * (host pages out of service), MADV_MERGEABLE (KSM: a side channel between VMs)... */
     {"madvise", ANY, ALWAYS, 0, 1, {ARG(2, MADV_DONTNEED)}},
     {"madvise", POP, ALWAYS, 0, 1, {ARG(2, MADV_POPULATE_WRITE)}},
+    /* shared RAM (a vhost-user back end maps it): the balloon frees the memfd's pages */
+    {"madvise", IO, VHOST_USER, 0, 1, {ARG(2, MADV_REMOVE)}},
+    /* the vhost-user messages (devices/backends/vhost_user.c): on the back ends' sockets only,
+     * with the flags the client uses; the memory table's memfd and the rings' eventfds are the
+     * descriptors passed, to the back end and nowhere else */
+    {"sendmsg", VCPU, VHOST_USER, 0, 2, {VHOST_USER_SOCKET, ARG(2, MSG_NOSIGNAL | MSG_DONTWAIT)}},
+    {"recvmsg",
+     VCPU,
+     VHOST_USER,
+     0,
+     2,
+     {VHOST_USER_SOCKET, ARG(2, MSG_DONTWAIT | MSG_CMSG_CLOEXEC)}},
     /* The guest's discard and write-zeroes (blk.c), these two modes only: none grows the file
      * (RLIMIT_FSIZE bounds those anyway, file_limit.h) or preallocates past its end
      * (KEEP_SIZE alone). */
@@ -294,6 +321,8 @@ static bool needed(enum need need, const struct seccomp_needs *have)
 		return have->io_uring;
 	case CONTROL_SOCKET:
 		return have->control_socket;
+	case VHOST_USER:
+		return have->vhost_user;
 	case ALWAYS:
 		break;
 	}
