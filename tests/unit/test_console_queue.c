@@ -12,9 +12,9 @@
 static struct console_queue q;
 static uint8_t got[64 * CAP];
 static size_t got_len;
-static sem_t gate;	/* the sink waits here before each write: a blocked stdout */
-static sem_t in_sink;	/* posted when the sink is entered */
-static sem_t room_sem;	/* posted by room() */
+static sem_t gate;     /* the sink waits here before each write: a blocked stdout */
+static sem_t in_sink;  /* posted when the sink is entered */
+static sem_t room_sem; /* posted by room() */
 static bool gated;
 
 static void sink(void *opaque, const uint8_t *buf, size_t len)

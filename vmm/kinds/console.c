@@ -144,8 +144,8 @@ static const struct device_snapshot_ops console_snapshot = {
 const struct device_kind_desc virtio_console_kind = {
     .flag = "virtio-console",
     .label = "virtio-console",
-    .help = "virtio console: the guest's hvc0 on --console's output and input (instead of\n"
-	    "COM1's input); the same as --console virtio",
+    .help = "a virtio console (hvc0) on --console's output, taking its input\n"
+	    "(the same as --console virtio)",
     .options = console_options,
     .parse = console_parse,
     .create = console_create,
