@@ -1,5 +1,5 @@
-/* Threads that the lower layers start (blk workers, pre-faulting, console input) narrow their
- * own system calls through a hook the VMM sets once its process-wide filter is on
+/* Threads that the lower layers start (blk workers, pre-faulting, console input and output) narrow
+ * their own system calls through a hook the VMM sets once its process-wide filter is on
  * (vmm/sandbox/seccomp.c). Those threads may start before that filter exists (a thread's own filter
  * would make the process filter's thread synchronisation fail), so each narrows itself the
  * next time it is about to handle input. Without a hook (--seccomp off, unit tests) nothing
@@ -8,9 +8,10 @@
 #define MINIVMM_THREAD_SANDBOX_H
 
 enum sandbox_thread {
-	SANDBOX_BLK_WORKER, /* runs the guest's disk requests (no io_uring) */
-	SANDBOX_CONSOLE_IN, /* feeds the host's console input to the UART */
-	SANDBOX_POPULATE,   /* pre-faults guest RAM */
+	SANDBOX_BLK_WORKER,  /* runs the guest's disk requests (no io_uring) */
+	SANDBOX_CONSOLE_IN,  /* feeds the host's console input to the UART or hvc0 */
+	SANDBOX_CONSOLE_OUT, /* writes the virtio console's output (the console input's filter) */
+	SANDBOX_POPULATE,    /* pre-faults guest RAM */
 };
 
 /* Installs the calling thread's filter for its role: 0, or -1 (logged by the hook). */

@@ -219,7 +219,7 @@ static int block_stop_signals(void)
 static void attach_console(struct vm *vm, struct console *console)
 {
 	vm->console = console;
-	console->deliver = console_deliver;
+	console_take_input(console, console_deliver, vm); /* unless a virtio console took it */
 	console->quit = console_quit;
 	console->opaque = vm;
 }
@@ -289,6 +289,8 @@ static void stop_guest(struct vm *vm, struct api_server *api, struct virtio_devi
 {
 	vm_request_stop(vm, status);
 	vcpus_stop(vm);
+	if (vm->console)
+		console_stop_input(vm->console); /* it may feed a virtio console, destroyed next */
 	event_loop_stop(&vm->loop);
 	api_server_stop(api);
 	virtio_devices_report(virtio);
@@ -377,6 +379,7 @@ int main(int argc, char **argv)
 	/* The console file first of the user's files, so a bad one is the only line printed. */
 	if (console_open(&console, &cfg))
 		goto out_vm;
+	vm.console = &console; /* a virtio console writes to it */
 	/* The PCI bus always exists: the ACPI tables describe it. */
 	static struct pci_bus pci;
 	pci_bus_init(&pci, &vm.mmio, PCI_MMIO_BASE, PCI_MMIO_END);

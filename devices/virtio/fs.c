@@ -82,7 +82,8 @@ struct virtio_fs *virtio_fs_create(struct virtio_dev *dev, struct vhost_user *vu
 		return NULL;
 	}
 	if (o->request_queues < 1 || o->request_queues > VIRTIO_FS_MAX_REQUEST_QUEUES) {
-		snprintf(err, errlen, "request queues must be 1 to %d", VIRTIO_FS_MAX_REQUEST_QUEUES);
+		snprintf(err, errlen, "request queues must be 1 to %d",
+			 VIRTIO_FS_MAX_REQUEST_QUEUES);
 		return NULL;
 	}
 	if (info->queues && info->queues < 1 + o->request_queues) {

@@ -39,7 +39,8 @@ static void on_hangup(void *opaque, uint32_t events)
 
 int vhost_user_frontend_init(struct vhost_user_frontend *fe, struct virtio_dev *dev,
 			     struct vhost_user *vu, const struct vhost_user_info *info,
-			     struct guest_mem *mem, struct event_loop *loop, char *err, size_t errlen)
+			     struct guest_mem *mem, struct event_loop *loop, char *err,
+			     size_t errlen)
 {
 	memset(fe, 0, sizeof(*fe));
 	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++)
@@ -56,8 +57,8 @@ int vhost_user_frontend_init(struct vhost_user_frontend *fe, struct virtio_dev *
 	fe->info = *info;
 	fe->mem = mem;
 	fe->loop = loop;
-	if (loop && event_loop_add_fd(loop, &fe->hangup, vhost_user_fd(vu), EPOLLRDHUP, on_hangup,
-				      fe)) {
+	if (loop &&
+	    event_loop_add_fd(loop, &fe->hangup, vhost_user_fd(vu), EPOLLRDHUP, on_hangup, fe)) {
 		snprintf(err, errlen, "cannot watch the back end's socket");
 		return -1;
 	}
@@ -193,8 +194,8 @@ void vhost_user_frontend_stop(struct vhost_user_frontend *fe)
 		uint16_t base;
 		if (vhost_user_get_vring_base(fe->vu, (unsigned)q, &base) &&
 		    !vhost_user_broken(fe->vu))
-			log_warn("%s: queue %d: vhost-user back end did not stop it: %s", dev->label,
-				 q, vhost_user_error(fe->vu));
+			log_warn("%s: queue %d: vhost-user back end did not stop it: %s",
+				 dev->label, q, vhost_user_error(fe->vu));
 		dev->transport->queue_kick_fd(dev, q, false);
 		relay_close(fe, q);
 		fe->started[q] = false;

@@ -51,7 +51,8 @@ uint64_t vhost_user_frontend_offer(uint64_t backend_features, uint64_t device_bi
  * caller's). */
 int vhost_user_frontend_init(struct vhost_user_frontend *fe, struct virtio_dev *dev,
 			     struct vhost_user *vu, const struct vhost_user_info *info,
-			     struct guest_mem *mem, struct event_loop *loop, char *err, size_t errlen);
+			     struct guest_mem *mem, struct event_loop *loop, char *err,
+			     size_t errlen);
 /* DRIVER_OK (ops->activate, dev->lock held, a vCPU thread): features, memory table, rings.
  * Waits for the back end's acknowledgements (at most the connection's timeout each). 0, or -1
  * with the device marked as needing reset. */

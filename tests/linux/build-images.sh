@@ -71,7 +71,7 @@ L2=$OUT/l2-root
 base_root "$L2"
 copy_modules "$L2/modules" virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev \
 	virtio_pci virtio_mmio failover net_failover virtio_net virtio_blk virtio_balloon virtio-rng \
-	fuse virtiofs
+	fuse virtiofs virtio_console
 copy_binary "$L2" /sbin/mke2fs
 cp /etc/mke2fs.conf "$L2/etc/"
 cp "$HERE/guest-init.sh" "$L2/init"

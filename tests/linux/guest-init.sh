@@ -90,6 +90,22 @@ console)
 	echo "DEV_TTYS0" >/dev/ttyS0
 	console_shell
 	;;
+console_virtio)
+	# The same on hvc0 (--console virtio: minivmm's stdin goes there, not to ttyS0), and
+	# big-write: 1 MiB of base64 between markers, then its checksum, for the host to compare.
+	wait_for /dev/hvc0 || fail "no /dev/hvc0"
+	cat >/bin/big-write <<-'SCRIPT'
+	#!/bin/sh
+	head -c 786432 /dev/urandom >/tmp/big
+	sum=$(base64 -w 0 </tmp/big | sha256sum | cut -d' ' -f1)
+	printf '@@BIG@@'; base64 -w 0 </tmp/big; printf '@@END@@\n'
+	echo "big_sum=$sum"
+	SCRIPT
+	chmod +x /bin/big-write
+	echo "HVC0_STDOUT" >/dev/hvc0
+	say "SHELL READY"
+	exec setsid sh -c 'exec sh -i </dev/hvc0 >/dev/hvc0 2>&1'
+	;;
 reboot) sync; reboot -f ;;
 poweroff) poweroff -f ;;
 panic) echo c >/proc/sysrq-trigger ;;

@@ -123,6 +123,43 @@ sc_console() {
 		expect_status console 0
 }
 
+# --console virtio on TRANSPORT: a shell on hvc0 answers a line typed on minivmm's stdin (which
+# goes to hvc0, not COM1), 1 MiB written to hvc0 arrives whole (its checksum, computed in the
+# guest, matches what the host got), and Ctrl-A x still ends minivmm with status 0.
+console_virtio_run() {
+	local name=$1 transport=$2 log=$W/$1.out rc=0
+	: >"$log"
+	LAST=$name
+	{
+		i=0
+		while ! grep -q 'L2: SHELL READY' "$log" && [ $i -lt 900 ]; do sleep 0.1; i=$((i + 1)); done
+		sleep 1
+		echo 'echo ANSWER=$((6 * 7))'
+		i=0
+		while ! grep -q 'ANSWER=42' "$log" && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+		echo 'big-write'
+		i=0
+		while ! grep -q 'big_sum=[0-9a-f]' "$log" && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+		printf '\001x'
+	} | timeout -s KILL 240 script -qefc "minivmm --kernel $L2_KERNEL --initrd $L2_INITRD \
+		--console virtio,transport=$transport \
+		--cmdline '$L2_CMDLINE l2=console_virtio'" "$log" >/dev/null 2>&1 || rc=$?
+	echo $rc >"$W/$name.rc"
+	: >"$W/$name.err"
+	expect_out $name HVC0_STDOUT && expect_out $name 'ANSWER=42' &&
+		expect_out $name 'quit requested from the console' && expect_status $name 0 || return 1
+	local want got len
+	want=$(grep -o 'big_sum=[0-9a-f]*' "$log" | tail -n 1 | cut -d= -f2)
+	got=$(sed -n 's/.*@@BIG@@\(.*\)@@END@@.*/\1/p' "$log" | tr -d '\r\n' | sha256sum | cut -d' ' -f1)
+	len=$(sed -n 's/.*@@BIG@@\(.*\)@@END@@.*/\1/p' "$log" | tr -d '\r\n' | wc -c)
+	[ "$len" = 1048576 ] || fail "$name: the host got $len of the 1048576 bytes written to hvc0"
+	[ -n "$want" ] && [ "$got" = "$want" ] ||
+		fail "$name: the 1 MiB through hvc0 has checksum $got on the host, $want in the guest"
+}
+
+sc_console_virtio() { console_virtio_run console_virtio pci; }
+sc_console_virtio_mmio() { console_virtio_run console_virtio_mmio mmio; }
+
 # reboot=t makes Linux triple-fault on reboot: minivmm's documented status 98.
 sc_triple_fault() {
 	l2 reboot 60 -- reboot=t
@@ -1099,7 +1136,7 @@ sc_probe_tcp_loss() {
 	[ ! -f $W/.failed ]
 }
 
-ALL_SCENARIOS="fs_pci fs_mmio fs_backend_dies console reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng balloon_pci balloon_mmio control probe startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
+ALL_SCENARIOS="console console_virtio console_virtio_mmio reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies balloon_pci balloon_mmio control probe startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
 
 # run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
 # VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.

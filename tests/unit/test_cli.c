@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "vmm/cli/cli.h"
+#include "vmm/kinds/device_registry.h"
 
 static char err[256];
 
@@ -148,6 +149,38 @@ Test(cli_parse, console_file_max_size)
 	cr_assert_eq(cfg.console_max_bytes, 0, "0: no cap");
 }
 
+/* --console virtio[,transport=][,OUTPUT]: a virtio console device, on OUTPUT (default stdio). */
+Test(cli_parse, console_virtio)
+{
+	struct vm_config cfg;
+	char *argv[] = {"minivmm", "--kernel", "k", "--console", "virtio"};
+	cr_assert_eq(parse(&cfg, 5, argv), CLI_RUN, "%s", err);
+	cr_assert_eq(cfg.console, CONSOLE_STDIO);
+	cr_assert(cfg.console_virtio);
+	cr_assert_eq(cfg.nr_devices, 1);
+	cr_assert_str_eq(cfg.devices[0].kind->flag, "virtio-console");
+	cr_assert_eq(cfg.devices[0].transport, TRANSPORT_PCI);
+	cli_free_config(&cfg);
+	char *argv2[] = {"minivmm", "--kernel", "k", "--console",
+			 "virtio,transport=mmio,file=/tmp/a,b,max-size=4K"};
+	cr_assert_eq(parse(&cfg, 5, argv2), CLI_RUN, "%s", err);
+	cr_assert_eq(cfg.devices[0].transport, TRANSPORT_MMIO);
+	cr_assert_eq(cfg.console, CONSOLE_FILE);
+	cr_assert(!strncmp(cfg.console_path, "/tmp/a,b", cfg.console_path_len));
+	cr_assert_eq(cfg.console_path_len, 8);
+	cr_assert_eq(cfg.console_max_bytes, 4096);
+	cli_free_config(&cfg);
+	char *argv3[] = {"minivmm", "--kernel", "k", "--console", "virtio,stdio,filter=off"};
+	cr_assert_eq(parse(&cfg, 5, argv3), CLI_RUN, "%s", err);
+	cr_assert_eq(cfg.console_filter, CONSOLE_FILTER_OFF);
+	cr_assert_eq(cfg.devices[0].transport, TRANSPORT_PCI);
+	cli_free_config(&cfg);
+	char *argv4[] = {"minivmm", "--kernel", "k", "--console", "virtio,none"};
+	cr_assert_eq(parse(&cfg, 5, argv4), CLI_RUN, "%s", err);
+	cr_assert_eq(cfg.console, CONSOLE_NONE);
+	cli_free_config(&cfg);
+}
+
 Test(cli_parse, rejects_bad_command_lines)
 {
 	struct {
@@ -167,6 +200,13 @@ Test(cli_parse, rejects_bad_command_lines)
 	    {5, {"minivmm", "--kernel", "k", "--console", "file=,max-size=1K"}, "no path"},
 	    {5, {"minivmm", "--kernel", "k", "--console", "file=x,max-size=lots"}, "invalid size"},
 	    {5, {"minivmm", "--kernel", "k", "--console", "file=x,max-size="}, "invalid size"},
+	    {5, {"minivmm", "--kernel", "k", "--console", "virtio,transport=usb"}, "mmio or pci"},
+	    {5, {"minivmm", "--kernel", "k", "--console", "virtio,virtio"}, "expected virtio["},
+	    {5, {"minivmm", "--kernel", "k", "--console", "virtio,bogus"}, "--console"},
+	    {5, {"minivmm", "--kernel", "k", "--console", "virtiox"}, "--console"},
+	    {6,
+	     {"minivmm", "--kernel", "k", "--console", "virtio", "--console=stdio"},
+	     "given already"},
 	    {5, {"minivmm", "--kernel", "k", "--pin", "1=0"}, "vCPU 1"},
 	    {4, {"minivmm", "--kernel", "k", "extra"}, "unexpected argument"},
 	    {5, {"minivmm", "--kernel", "k", "--backend", "0:tap=x"}, "for --restore only"},

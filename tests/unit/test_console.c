@@ -126,6 +126,51 @@ Test(console, file_output_is_filtered_when_it_is_a_terminal)
 	close(m);
 }
 
+/* COM1's bytes and hvc0's buffers share the file's max-size: the file stops at it exactly. */
+Test(console, file_cap_holds_for_buffers_and_bytes)
+{
+	char path[] = "/tmp/minivmm-console-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	struct vm_config cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.console = CONSOLE_FILE;
+	cfg.console_path = path;
+	cfg.console_path_len = strlen(path);
+	cfg.console_max_bytes = 10;
+	struct console c;
+	cr_assert_eq(console_open(&c, &cfg), 0);
+	console_write(&c, 'A');
+	console_write_buf(&c, (const uint8_t *)"0123456789", 10);
+	console_write(&c, 'B');
+	console_write_buf(&c, (const uint8_t *)"xyz", 3);
+	console_close(&c);
+	cr_assert_str_eq(drain(fd), "A012345678");
+	close(fd);
+	unlink(path);
+}
+
+/* A buffer is filtered as its bytes one by one would be. */
+Test(console, buffers_are_filtered_like_bytes)
+{
+	char slave[64];
+	int m = open_pty(slave, sizeof(slave));
+	int s = open(slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	cr_assert_geq(s, 0);
+	struct vm_config cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.console = CONSOLE_FILE;
+	cfg.console_path = slave;
+	cfg.console_path_len = strlen(slave);
+	struct console c;
+	cr_assert_eq(console_open(&c, &cfg), 0);
+	console_write_buf(&c, (const uint8_t *)attack, strlen(attack));
+	console_close(&c);
+	cr_assert_str_eq(drain(m), shown);
+	close(s);
+	close(m);
+}
+
 static char err[256];
 
 Test(console, cli_takes_a_filter_for_stdio_only)

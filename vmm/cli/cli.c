@@ -305,12 +305,17 @@ void cli_usage(void)
 	    "  --console stdio[,filter=on|off]|none|file=PATH[,max-size=SIZE]\n"
 	    "                         where COM1 goes (default stdio; on a terminal, Ctrl-A x "
 	    "quits);\n"
+
 	    "                         a file stops growing at max-size (default 64M, 0: no "
 	    "cap);\n"
 	    "                         filter: the guest's control bytes and escape sequences "
 	    "are\n"
 	    "                         shown as text (^[), not sent (default: on for a "
 	    "terminal)\n"
+	    "  --console virtio[,transport=mmio|pci][,stdio...|,none|,file=...]\n"
+	    "                         also a virtio console, hvc0 (add console=hvc0 to "
+	    "--cmdline),\n"
+	    "                         on the same output; the input goes to hvc0, not COM1\n"
 	    "\n"
 	    "Control:\n"
 	    "  --api-sock PATH        serve the JSON control socket at PATH (see minivmm ctl)\n"
@@ -498,9 +503,51 @@ static int parse_cpus(const char *arg, struct vm_config *cfg, char *err, size_t 
 	return 0;
 }
 
+static int parse_console(const char *arg, struct vm_config *cfg, char *err, size_t errlen);
+
+/* virtio[,transport=mmio|pci][,OUTPUT]: hvc0, on OUTPUT (what --console takes otherwise,
+ * default stdio). */
+static int parse_console_virtio(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
+{
+	const char *spec = "";
+	const char *rest = arg + strlen("virtio");
+	if (*rest == ',')
+		rest++;
+	if (!strncmp(rest, "transport=", 10)) {
+		size_t n = strcspn(rest + 10, ",");
+		if (n == 4 && !strncmp(rest + 10, "mmio", 4))
+			spec = "transport=mmio";
+		else if (n == 3 && !strncmp(rest + 10, "pci", 3))
+			spec = "transport=pci";
+		else
+			return fail(err, errlen,
+				    "invalid --console %s (transport= takes mmio or pci)", arg);
+		rest += 10 + n;
+		if (*rest == ',')
+			rest++;
+	}
+	if (!strncmp(rest, "virtio", 6))
+		return fail(err, errlen,
+			    "invalid --console %s (expected virtio[,transport=mmio|pci][,stdio"
+			    "[,filter=on|off]|,none|,file=PATH[,max-size=SIZE]])",
+			    arg);
+	if (*rest && parse_console(rest, cfg, err, errlen))
+		return -1;
+	if (!*rest)
+		cfg->console = CONSOLE_STDIO;
+	cfg->console_virtio = true;
+	return parse_device(device_kind_find("virtio-console"), spec, cfg, err, errlen);
+}
+
 static int parse_console(const char *arg, struct vm_config *cfg, char *err, size_t errlen)
 {
+	if (cfg->console_virtio)
+		return fail(err, errlen,
+			    "--console %s: --console virtio was given already (give one --console)",
+			    arg);
 	cfg->console_filter = CONSOLE_FILTER_AUTO; /* a later --console starts afresh */
+	if (!strncmp(arg, "virtio", 6) && (!arg[6] || arg[6] == ','))
+		return parse_console_virtio(arg, cfg, err, errlen);
 	if (!strcmp(arg, "stdio"))
 		cfg->console = CONSOLE_STDIO;
 	else if (!strcmp(arg, "stdio,filter=on") || !strcmp(arg, "stdio,filter=off")) {
@@ -512,8 +559,8 @@ static int parse_console(const char *arg, struct vm_config *cfg, char *err, size
 		return parse_console_file(cfg, arg + 5, err, errlen);
 	else
 		return fail(err, errlen,
-			    "invalid --console '%s' (expected stdio[,filter=on|off], none or "
-			    "file=PATH[,max-size=SIZE])",
+			    "invalid --console '%s' (expected stdio[,filter=on|off], none, "
+			    "file=PATH[,max-size=SIZE] or virtio[,...])",
 			    arg);
 	return 0;
 }

@@ -52,6 +52,7 @@ struct vm_config {
 	bool quiet;
 	bool timing; /* --timing: report the start-up steps (base/startup_timing.h) */
 	enum console_kind console;
+	bool console_virtio; /* --console virtio: a virtio console device is in devices[] */
 	/* stdio,filter=on|off */
 	enum console_filter_mode console_filter;
 	const char *console_path; /* file=: console_path_len bytes (not NUL-terminated) */

@@ -64,6 +64,7 @@ static int enter_raw_mode(void)
 int console_open(struct console *c, const struct vm_config *cfg)
 {
 	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->out_lock, NULL);
 	c->out_fd = -1;
 	c->in_fd = -1;
 	c->wake_fd = -1;
@@ -115,24 +116,19 @@ int console_open(struct console *c, const struct vm_config *cfg)
 	return 0;
 }
 
-void console_write(struct console *c, uint8_t byte)
+/* Write len bytes as they are, up to the file's cap. out_lock held. */
+static void write_capped(struct console *c, const uint8_t *buf, size_t len)
 {
-	if (c->out_fd < 0)
-		return;
-	if (c->out_max && c->out_bytes >= c->out_max) {
+	if (c->out_max && c->out_bytes + len > c->out_max) {
 		/* The guest decides how much it prints; the host's disk is not its to fill. */
 		if (!c->out_capped)
 			log_warn("console file reached its max-size (%llu bytes): further guest "
 				 "output is dropped",
 				 (unsigned long long)c->out_max);
 		c->out_capped = true;
-		return;
+		len = (size_t)(c->out_max - c->out_bytes);
 	}
-	uint8_t buf[CONSOLE_FILTER_MAX_OUT];
-	size_t len = 1, done = 0;
-	buf[0] = byte;
-	if (c->filter)
-		len = console_filter_byte(&c->filt, byte, buf);
+	size_t done = 0;
 	while (done < len) {
 		ssize_t n = write(c->out_fd, buf + done, len - done);
 		if (n > 0) {
@@ -142,6 +138,43 @@ void console_write(struct console *c, uint8_t byte)
 			return; /* a closed or failing console must not stop the guest */
 		}
 	}
+}
+
+void console_write_buf(struct console *c, const uint8_t *buf, size_t len)
+{
+	if (c->out_fd < 0)
+		return;
+	pthread_mutex_lock(&c->out_lock);
+	if (!c->filter) {
+		write_capped(c, buf, len);
+	} else {
+		uint8_t out[1024];
+		size_t used = 0;
+		for (size_t i = 0; i < len; i++) {
+			if (used + CONSOLE_FILTER_MAX_OUT > sizeof(out)) {
+				write_capped(c, out, used);
+				used = 0;
+			}
+			used += console_filter_byte(&c->filt, buf[i], out + used);
+		}
+		write_capped(c, out, used);
+	}
+	pthread_mutex_unlock(&c->out_lock);
+}
+
+void console_write(struct console *c, uint8_t byte)
+{
+	console_write_buf(c, &byte, 1);
+}
+
+bool console_take_input(struct console *c, unsigned (*deliver)(void *, const uint8_t *, unsigned),
+			void *opaque)
+{
+	if (c->deliver)
+		return false;
+	c->deliver = deliver;
+	c->deliver_opaque = opaque;
+	return true;
 }
 
 /* Returns false when the user asked to quit. */
@@ -163,10 +196,11 @@ static bool handle_input(struct console *c, const uint8_t *buf, ssize_t n)
 		}
 		out[used++] = b;
 	}
-	/* The UART FIFO is small: retry until the guest drained it or we are stopped. */
+	/* The UART FIFO is small (and hvc0's holding buffer bounded): retry until the guest
+	 * drained it or we are stopped. */
 	unsigned done = 0;
 	while (done < used) {
-		done += c->deliver(c->opaque, out + done, used - done);
+		done += c->deliver(c->deliver_opaque, out + done, used - done);
 		if (done < used) {
 			struct pollfd p = {.fd = c->wake_fd, .events = POLLIN};
 			if (poll(&p, 1, 10) > 0)
@@ -227,7 +261,7 @@ int console_start_input(struct console *c)
 	return 0;
 }
 
-void console_close(struct console *c)
+void console_stop_input(struct console *c)
 {
 	if (c->input_running) {
 		uint64_t one = 1;
@@ -236,6 +270,11 @@ void console_close(struct console *c)
 		pthread_join(c->input_thread, NULL);
 		c->input_running = false;
 	}
+}
+
+void console_close(struct console *c)
+{
+	console_stop_input(c);
 	if (c->wake_fd >= 0)
 		close(c->wake_fd);
 	c->wake_fd = -1;

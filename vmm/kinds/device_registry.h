@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct console;
 struct event_loop;
 struct guest_mem;
 struct json_object;
@@ -18,11 +19,12 @@ struct seccomp_needs;
 struct virtio_slot;
 
 /* What a device model gets of the VM: guest memory and the I/O thread's event loop (and, for
- * its control commands, the size of guest RAM). */
+ * its control commands, the size of guest RAM; for a virtio console, the host's console). */
 struct device_env {
 	struct guest_mem *mem;
 	struct event_loop *loop;
 	uint64_t ram_bytes;
+	struct console *console;
 };
 
 /* A control-socket command a kind serves (vmm/api/api.h): {"cmd":"<name>"[,"<member>":...]}. */

@@ -75,8 +75,9 @@ static int fs_parse(const struct option_list *opts, void **parsed, char *err, si
 		goto fail;
 	}
 	if (vhost_user_move_fd(d->vu, SECCOMP_VHOST_USER_FD_BASE, SECCOMP_VHOST_USER_FDS)) {
-		snprintf(err, errlen, "%s: no descriptor left in %d..%d for the back end's socket: %s",
-			 WHAT, SECCOMP_VHOST_USER_FD_BASE,
+		snprintf(err, errlen,
+			 "%s: no descriptor left in %d..%d for the back end's socket: %s", WHAT,
+			 SECCOMP_VHOST_USER_FD_BASE,
 			 SECCOMP_VHOST_USER_FD_BASE + SECCOMP_VHOST_USER_FDS - 1, strerror(errno));
 		goto fail;
 	}
@@ -117,9 +118,8 @@ static int fs_create(struct virtio_slot *slot, const struct device_env *env, con
 	struct virtio_fs_options o = {.request_queues = d->o.queues};
 	memcpy(o.tag, d->o.tag, sizeof(o.tag));
 	char err[192];
-	slot->model =
-	    virtio_fs_create(&slot->dev, d->vu, &d->info, &o, env->mem, env->loop, label, err,
-			     sizeof(err));
+	slot->model = virtio_fs_create(&slot->dev, d->vu, &d->info, &o, env->mem, env->loop, label,
+				       err, sizeof(err));
 	if (!slot->model) {
 		log_error("%s: %s", label, err);
 		return -1;

@@ -21,6 +21,8 @@ extern const struct device_kind_desc virtio_balloon_kind;
 extern const struct device_kind_desc virtio_fs_kind;
 /* --disk path=IMAGE[,readonly=on][,cache=none|writeback][,serial=ID] */
 extern const struct device_kind_desc virtio_blk_kind;
+/* --virtio-console, or --console virtio: hvc0 on the host's console */
+extern const struct device_kind_desc virtio_console_kind;
 
 /* Each kind's options parser, <kind>_options_parse: the flag's option list (without
  * transport=) into its <kind>_options, defaults first; -1 with a one-line reason in err. */

@@ -97,8 +97,10 @@ int virtio_devices_create(struct virtio_devices *devs, struct vm *vm, char *cmdl
 {
 	memset(devs, 0, sizeof(*devs));
 	const struct virtio_transport_host host = vm_host(vm);
-	const struct device_env env = {
-	    .mem = &vm->mem, .loop = &vm->loop, .ram_bytes = vm->cfg->memory_bytes};
+	const struct device_env env = {.mem = &vm->mem,
+				       .loop = &vm->loop,
+				       .ram_bytes = vm->cfg->memory_bytes,
+				       .console = vm->console};
 	int per_kind[MAX_DEVICE_KINDS] = {0};
 	for (int i = 0; i < vm->cfg->nr_devices; i++) {
 		struct virtio_slot *slot = &devs->slots[devs->nr];

@@ -194,15 +194,17 @@ static int narrow_thread(enum sandbox_thread thread)
 	static const enum seccomp_role roles[] = {
 	    [SANDBOX_BLK_WORKER] = SECCOMP_BLK_WORKER,
 	    [SANDBOX_CONSOLE_IN] = SECCOMP_CONSOLE_IN,
+	    [SANDBOX_CONSOLE_OUT] = SECCOMP_CONSOLE_IN, /* write and futex: within its calls */
 	    [SANDBOX_POPULATE] = SECCOMP_POPULATE,
 	};
 	char err[160];
 	if (seccomp_install(thread_policy, roles[thread], err, sizeof(err)) == 0)
 		return 0;
 	log_error("%s thread: %s",
-		  thread == SANDBOX_BLK_WORKER	 ? "blk worker"
-		  : thread == SANDBOX_CONSOLE_IN ? "console input"
-						 : "populate",
+		  thread == SANDBOX_BLK_WORKER	  ? "blk worker"
+		  : thread == SANDBOX_CONSOLE_IN  ? "console input"
+		  : thread == SANDBOX_CONSOLE_OUT ? "console output"
+						  : "populate",
 		  err);
 	return -1;
 }

@@ -31,7 +31,7 @@ enum seccomp_role {
 	SECCOMP_VCPU,	    /* KVM_RUN and the device registers a vCPU exit reaches */
 	SECCOMP_IO,	    /* the event loop: virtqueues, tap, libslirp, the control socket */
 	SECCOMP_BLK_WORKER, /* a disk's requests without io_uring: preadv, pwritev, fdatasync... */
-	SECCOMP_CONSOLE_IN, /* host console input to the UART: read, poll, KVM_IRQ_LINE */
+	SECCOMP_CONSOLE_IN, /* console input: read, poll, KVM_IRQ_LINE; hvc0's output: write */
 	SECCOMP_POPULATE,   /* pre-faulting guest RAM: madvise */
 };
 
