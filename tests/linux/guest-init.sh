@@ -187,7 +187,7 @@ blk)
 	say "disks=$(ls -d /sys/block/vd* | wc -l)"
 	end
 	;;
-fs)
+fs | share | share_ro | share_kill)
 	# The host's directory through virtio-fs (tag hostshare): read, list, write, fsync, rename,
 	# a file read through its descriptor after its unlink; then the command loop (the test VM
 	# changes a file on the host and asks for it again).
@@ -196,6 +196,13 @@ fs)
 	say "fs hello=$(cat /mnt/fs/hello)"
 	say "fs big=$(sha256sum </mnt/fs/big | cut -d' ' -f1)"
 	say "fs ls=$(ls /mnt/fs | tr '\n' ,)"
+	if [ -n "$(arg l2.fsro)" ]; then
+		# --share DIR,readonly: nothing the guest does changes the host's directory.
+		echo new >/mnt/fs/new 2>/dev/null && say "FAIL wrote into a read-only share"
+		rm /mnt/fs/hello 2>/dev/null && say "FAIL removed from a read-only share"
+		say "fs ro=refused"
+		end
+	fi
 	dd if=/dev/urandom of=/mnt/fs/fromguest bs=64K count=48 2>/dev/null
 	sync /mnt/fs/fromguest || say "FAIL fsync" # busybox: fsync() of the file
 	say "fs wrote=$(sha256sum </mnt/fs/fromguest | cut -d' ' -f1)"

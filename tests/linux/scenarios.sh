@@ -416,6 +416,49 @@ fs_scenario() {
 sc_fs_pci() { fs_scenario pci; }
 sc_fs_mmio() { fs_scenario mmio; }
 
+# share_files: the host directory --share serves, as start_virtiofsd makes it.
+share_files() {
+	rm -rf $W/share
+	mkdir -p $W/share
+	echo hostfile >$W/share/hello
+	dd if=/dev/urandom of=$W/share/big bs=1M count=4 2>/dev/null
+}
+
+# left_running: what --share must not leave behind once minivmm has returned.
+left_running() {
+	pidof virtiofsd >/dev/null && fail "share: virtiofsd still running: $(pidof virtiofsd)"
+	ls -d /tmp/minivmm-share-* 2>/dev/null && fail "share: its socket directory is left"
+	[ -z "$(ls /run/virtiofsd 2>/dev/null)" ] || fail "share: left $(ls /run/virtiofsd)"
+	return 0
+}
+
+# --share DIR: minivmm starts virtiofsd itself and stops it with the VM; readonly=on keeps the
+# guest from changing the directory; a minivmm killed with SIGKILL leaves nothing running.
+sc_share() {
+	share_files
+	l2 share 180 --share $W/share,tag=hostshare,transport=mmio
+	expect_status share 0 && expect_no_fail share || return 1
+	[ "$(l2_value share big)" = "$(sha256sum <$W/share/big | cut -d' ' -f1)" ] ||
+		fail "share: the guest's sum of a 4 MiB host file differs"
+	[ -f $W/share/renamed ] || fail "share: the guest's file is not on the host"
+	left_running || return 1
+	share_files
+	l2 share_ro 180 --share $W/share,tag=hostshare,readonly -- l2.fsro=1
+	expect_status share_ro 0 && expect_no_fail share_ro || return 1
+	[ "$(l2_value share_ro ro)" = refused ] || fail "share: no read-only check ran"
+	[ "$(ls $W/share | tr '\n' ,)" = "big,hello," ] || fail "share: the read-only share changed: $(ls $W/share)"
+	left_running || return 1
+	l2_start share_kill 180 --share $W/share,tag=hostshare,readonly -- l2.fsro=1
+	wait_out share_kill 'L2: WAITING' || return 1
+	pidof virtiofsd >/dev/null || fail "share: no virtiofsd while the VM runs"
+	kill -9 $VMM_PID
+	wait "$VMM_JOB"
+	exec 7>&-
+	local i=0
+	while pidof virtiofsd >/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	left_running
+}
+
 # virtiofsd killed under a running guest: the device needs reset (one line), the guest and
 # minivmm go on, and minivmm exits cleanly later.
 sc_fs_backend_dies() {
@@ -1136,7 +1179,7 @@ sc_probe_tcp_loss() {
 	[ ! -f $W/.failed ]
 }
 
-ALL_SCENARIOS="console console_virtio console_virtio_mmio reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies balloon_pci balloon_mmio control probe startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
+ALL_SCENARIOS="console console_virtio console_virtio_mmio reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies share balloon_pci balloon_mmio control probe startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
 
 # run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
 # VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.

@@ -227,8 +227,22 @@ static int parse_device(const struct device_kind_desc *kind, const char *arg, st
 		return fail(err, errlen, "too many devices (at most %s)", "16");
 	if (kind->needs_options && (!arg || !*arg))
 		return fail(err, errlen, "%s needs options (see --help)", what);
+	/* "--share DIR,tag=x": a first entry without '=' is the value of the kind's positional
+	 * option (a path may be longer than a key, or hold what a key may not). */
+	char named[OPTIONS_MAX * (OPTION_KEY_MAX + OPTION_VALUE_MAX)];
+	const char *list = arg;
+	if (kind->positional && arg && *arg &&
+	    strncmp(arg, kind->positional, strlen(kind->positional))) {
+		size_t first = strcspn(arg, ",");
+		if (!memchr(arg, '=', first)) {
+			int n = snprintf(named, sizeof(named), "%s%s", kind->positional, arg);
+			if (n < 0 || (size_t)n >= sizeof(named))
+				return fail(err, errlen, "%s: options too long", what);
+			list = named;
+		}
+	}
 	struct option_list opts;
-	if (options_split(arg, what, &opts, err, errlen))
+	if (options_split(list, what, &opts, err, errlen))
 		return -1;
 	struct device_config *d = &cfg->devices[cfg->nr_devices];
 	*d = (struct device_config){
@@ -319,6 +333,8 @@ void cli_usage(void)
 	    "\n"
 	    "Control:\n"
 	    "  --api-sock PATH        serve the JSON control socket at PATH (see minivmm ctl)\n"
+	    "  --virtiofsd PATH       the virtiofsd --share starts (default: Debian's\n"
+	    "                         /usr/lib/qemu/virtiofsd, other distributions' places, PATH)\n"
 	    "\n"
 	    "Snapshots (minivmm ctl --sock PATH snapshot DIR writes one):\n"
 	    "  --restore DIR          rebuild the VM saved in DIR and run it (instead of\n"
@@ -371,6 +387,7 @@ enum {
 	OPT_PAUSED,
 	OPT_BACKEND,
 	OPT_TIMING,
+	OPT_VIRTIOFSD,
 	OPT_HELP,
 	OPT_VERSION,
 	OPT_DEVICE_BASE, /* + index in device_kinds */
@@ -439,6 +456,7 @@ static const struct option base_opts[] = {
     {"paused", no_argument, NULL, OPT_PAUSED},
     {"backend", required_argument, NULL, OPT_BACKEND},
     {"timing", no_argument, NULL, OPT_TIMING},
+    {"virtiofsd", required_argument, NULL, OPT_VIRTIOFSD},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
 };
@@ -648,6 +666,12 @@ static enum cli_result apply_option(int c, char **argv, struct vm_config *cfg, c
 		break;
 	case OPT_DTB:
 		cfg->pass_dtb = true;
+		break;
+	case OPT_VIRTIOFSD:
+		if (!*optarg)
+			rc = fail(err, errlen, "--virtiofsd needs a path%s", "");
+		else
+			cfg->virtiofsd_path = optarg;
 		break;
 	case OPT_API_SOCK:
 		if (!*optarg)

@@ -61,6 +61,7 @@ struct vm_config {
 	const char *dump_dtb_path;  /* --dump-dtb */
 	bool pass_dtb;		    /* --dtb: hand the tree to the guest */
 	const char *api_sock_path;  /* --api-sock: the control socket */
+	const char *virtiofsd_path; /* --virtiofsd: what --share starts; NULL: looked for */
 	const char *restore_dir;    /* --restore: rebuild the VM from this snapshot */
 	int memory_fd;		    /* with restore_dir: guest RAM is this file, MAP_PRIVATE */
 	bool start_paused;	    /* --paused: the vCPUs wait for "resume" */

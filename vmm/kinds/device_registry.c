@@ -8,13 +8,8 @@
 #include "kinds.h"
 
 const struct device_kind_desc *const device_kinds[] = {
-    &virtio_rng_kind,
-    &virtio_net_kind,
-    &virtio_balloon_kind,
-    &virtio_blk_kind,
-    &virtio_fs_kind,
-    &virtio_console_kind,
-    NULL,
+    &virtio_rng_kind, &virtio_net_kind,	  &virtio_balloon_kind, &virtio_blk_kind,
+    &virtio_fs_kind,  &virtio_share_kind, &virtio_console_kind, NULL,
 };
 
 void device_kind_usage(const struct device_kind_desc *kind)

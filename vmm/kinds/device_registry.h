@@ -25,6 +25,7 @@ struct device_env {
 	struct event_loop *loop;
 	uint64_t ram_bytes;
 	struct console *console;
+	const char *virtiofsd; /* --virtiofsd PATH, or NULL */
 };
 
 /* A control-socket command a kind serves (vmm/api/api.h): {"cmd":"<name>"[,"<member>":...]}. */
@@ -70,6 +71,8 @@ struct device_kind_desc {
 	 * its errors and --help its lines. */
 	const struct option_desc *options;
 	bool needs_options; /* the flag must have options (e.g. --net tap=NAME) */
+	/* Optional: "key=" a first option without '=' is the value of ("--share DIR,..."). */
+	const char *positional;
 	/* Another process maps the guest's RAM (a vhost-user back end): RAM is a shared memfd. */
 	bool shares_memory;
 	/* Validate the device's own options (the flag's list without transport=) into a malloc'd

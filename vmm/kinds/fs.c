@@ -1,9 +1,13 @@
 /* --fs: virtio-fs on a vhost-user back end already running (virtiofsd), connected to while the
- * command line is parsed, so a missing or unusable back end is a command-line error. */
+ * command line is parsed, so a missing or unusable back end is a command-line error.
+ * --share DIR: the same device on a virtiofsd that minivmm starts on DIR (virtiofsd.h) when the
+ * VM is set up, and stops with it. */
 #include "vmm/kinds/kinds.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +18,7 @@
 #include "vmm/cli/options.h"
 #include "vmm/kvm/virtio_devices.h"
 #include "vmm/sandbox/seccomp.h"
+#include "virtiofsd.h"
 
 #define WHAT "--fs"
 /* A back end started just before minivmm may not be listening yet. */
@@ -23,6 +28,9 @@ struct fs_options {
 	char socket[OPTION_VALUE_MAX];
 	char tag[VIRTIO_FS_TAG_MAX + 1];
 	uint32_t queues;
+	/* --share */
+	char dir[OPTION_VALUE_MAX];
+	bool readonly;
 };
 
 static const struct option_desc fs_option_table[] = {
@@ -58,6 +66,36 @@ struct fs_device {
 	struct vhost_user_info info;
 };
 
+/* The rest of the set-up on a connection: the descriptor the filters name, the handshake,
+ * what the device needs of the back end. */
+static int take_backend(struct fs_device *d, const char *what, const char *where, char *err,
+			size_t errlen)
+{
+	if (vhost_user_move_fd(d->vu, SECCOMP_VHOST_USER_FD_BASE, SECCOMP_VHOST_USER_FDS)) {
+		snprintf(err, errlen,
+			 "%s: no descriptor left in %d..%d for the back end's socket: %s", what,
+			 SECCOMP_VHOST_USER_FD_BASE,
+			 SECCOMP_VHOST_USER_FD_BASE + SECCOMP_VHOST_USER_FDS - 1, strerror(errno));
+		return -1;
+	}
+	if (vhost_user_handshake(d->vu, VHOST_USER_PROTOCOL_KNOWN, &d->info)) {
+		snprintf(err, errlen, "%s: vhost-user back end %s: %s", what, where,
+			 vhost_user_error(d->vu));
+		return -1;
+	}
+	if (!(d->info.features >> VIRTIO_F_VERSION_1 & 1)) {
+		snprintf(err, errlen, "%s: the back end %s does not offer VIRTIO_F_VERSION_1", what,
+			 where);
+		return -1;
+	}
+	if (d->info.queues && d->info.queues < 1 + d->o.queues) {
+		snprintf(err, errlen, "%s: the back end %s has %u queues, queues=%u needs %u", what,
+			 where, d->info.queues, d->o.queues, 1 + d->o.queues);
+		return -1;
+	}
+	return 0;
+}
+
 static int fs_parse(const struct option_list *opts, void **parsed, char *err, size_t errlen)
 {
 	struct fs_device *d = calloc(1, sizeof(*d));
@@ -68,34 +106,15 @@ static int fs_parse(const struct option_list *opts, void **parsed, char *err, si
 	d->o.queues = 1;
 	if (options_parse(fs_option_table, opts, WHAT, "transport=", &d->o, err, errlen))
 		goto fail;
-	char why[192];
+	char why[192], where[OPTION_VALUE_MAX + 8];
 	d->vu = vhost_user_connect(d->o.socket, FS_CONNECT_WAIT_MS, why, sizeof(why));
 	if (!d->vu) {
 		snprintf(err, errlen, "%s: %s", WHAT, why);
 		goto fail;
 	}
-	if (vhost_user_move_fd(d->vu, SECCOMP_VHOST_USER_FD_BASE, SECCOMP_VHOST_USER_FDS)) {
-		snprintf(err, errlen,
-			 "%s: no descriptor left in %d..%d for the back end's socket: %s", WHAT,
-			 SECCOMP_VHOST_USER_FD_BASE,
-			 SECCOMP_VHOST_USER_FD_BASE + SECCOMP_VHOST_USER_FDS - 1, strerror(errno));
+	snprintf(where, sizeof(where), "at '%s'", d->o.socket);
+	if (take_backend(d, WHAT, where, err, errlen))
 		goto fail;
-	}
-	if (vhost_user_handshake(d->vu, VHOST_USER_PROTOCOL_KNOWN, &d->info)) {
-		snprintf(err, errlen, "%s: vhost-user back end at '%s': %s", WHAT, d->o.socket,
-			 vhost_user_error(d->vu));
-		goto fail;
-	}
-	if (!(d->info.features >> VIRTIO_F_VERSION_1 & 1)) {
-		snprintf(err, errlen, "%s: the back end at '%s' does not offer VIRTIO_F_VERSION_1",
-			 WHAT, d->o.socket);
-		goto fail;
-	}
-	if (d->info.queues && d->info.queues < 1 + d->o.queues) {
-		snprintf(err, errlen, "%s: the back end at '%s' has %u queues, queues=%u needs %u",
-			 WHAT, d->o.socket, d->info.queues, d->o.queues, 1 + d->o.queues);
-		goto fail;
-	}
 	*parsed = d;
 	return 0;
 fail:
@@ -112,9 +131,10 @@ static void fs_free_parsed(void *parsed)
 	free(d);
 }
 
-static int fs_create(struct virtio_slot *slot, const struct device_env *env, const char *label)
+/* The device on d's connection (the device takes it). */
+static int create_on(struct fs_device *d, struct virtio_slot *slot, const struct device_env *env,
+		     const char *label)
 {
-	struct fs_device *d = slot->cfg->parsed;
 	struct virtio_fs_options o = {.request_queues = d->o.queues};
 	memcpy(o.tag, d->o.tag, sizeof(o.tag));
 	char err[192];
@@ -126,6 +146,11 @@ static int fs_create(struct virtio_slot *slot, const struct device_env *env, con
 	}
 	d->vu = NULL; /* the device's now */
 	return 0;
+}
+
+static int fs_create(struct virtio_slot *slot, const struct device_env *env, const char *label)
+{
+	return create_on(slot->cfg->parsed, slot, env, label);
 }
 
 static void fs_destroy(struct virtio_slot *slot)
@@ -152,5 +177,139 @@ const struct device_kind_desc virtio_fs_kind = {
     .free_parsed = fs_free_parsed,
     .create = fs_create,
     .destroy = fs_destroy,
+    .seccomp_needs = fs_seccomp_needs,
+};
+
+/* ---- --share DIR[,tag=TAG][,readonly=on] ---- */
+
+#define SHARE		  "--share"
+#define SHARE_DEFAULT_TAG "share"
+
+static const struct option_desc share_option_table[] = {
+    {.key = "path",
+     .type = OPTION_STRING,
+     OPTION_FIELD(struct fs_options, dir),
+     .min = 1,
+     .arg = "DIR",
+     .required = true,
+     .host = true,
+     .help = "the host directory (also as the first option alone: --share DIR,...)"},
+    {.key = "tag",
+     .type = OPTION_STRING,
+     OPTION_FIELD(struct fs_options, tag),
+     .min = 1,
+     .arg = "TAG",
+     .help = "what the guest mounts: mount -t virtiofs TAG DIR (default " SHARE_DEFAULT_TAG ")"},
+    {.key = "readonly",
+     .type = OPTION_BOOL,
+     OPTION_FIELD(struct fs_options, readonly),
+     .bare_on = true,
+     .host = true,
+     .help = "the guest cannot change the directory (a read-only bind mount: needs root)"},
+    {NULL},
+};
+
+/* The per-share state: the options, then virtiofsd and the device's connection to it. */
+struct share {
+	struct fs_device fs; /* first: the device's parsed options */
+	struct virtiofsd daemon;
+	bool started;
+};
+
+static int share_parse(const struct option_list *opts, void **parsed, char *err, size_t errlen)
+{
+	struct share *sh = calloc(1, sizeof(*sh));
+	if (!sh) {
+		snprintf(err, errlen, "%s: out of memory", SHARE);
+		return -1;
+	}
+	sh->fs.o.queues = 1;
+	snprintf(sh->fs.o.tag, sizeof(sh->fs.o.tag), SHARE_DEFAULT_TAG);
+	if (options_parse(share_option_table, opts, SHARE, "transport=", &sh->fs.o, err, errlen))
+		goto fail;
+	struct stat st;
+	if (stat(sh->fs.o.dir, &st) < 0) {
+		snprintf(err, errlen, "%s: '%s': %s", SHARE, sh->fs.o.dir, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: '%s' is not a directory", SHARE, sh->fs.o.dir);
+		goto fail;
+	}
+	if (geteuid() != 0) {
+		snprintf(err, errlen,
+			 "%s: virtiofsd needs root (run minivmm as root, or start "
+			 "virtiofsd yourself and use --fs socket=PATH)",
+			 SHARE);
+		goto fail;
+	}
+	*parsed = sh;
+	return 0;
+fail:
+	free(sh);
+	return -1;
+}
+
+static void share_free_parsed(void *parsed)
+{
+	struct share *sh = parsed;
+	if (!sh)
+		return;
+	vhost_user_close(sh->fs.vu);
+	if (sh->started)
+		virtiofsd_stop(&sh->daemon, 3000);
+	free(sh);
+}
+
+/* virtiofsd is started here, not while parsing: --virtiofsd may come later on the command line,
+ * and nothing should run for a command line that turns out wrong. */
+static int share_create(struct virtio_slot *slot, const struct device_env *env, const char *label)
+{
+	struct share *sh = slot->cfg->parsed;
+	char err[320], buf[4096];
+	const char *bin = virtiofsd_find(env->virtiofsd, buf, sizeof(buf), err, sizeof(err));
+	if (!bin) {
+		log_error("%s", err);
+		return -1;
+	}
+	sh->fs.vu =
+	    virtiofsd_start(&sh->daemon, bin, sh->fs.o.dir, sh->fs.o.readonly, err, sizeof(err));
+	sh->started = true; /* stopped at the end whatever happens */
+	if (!sh->fs.vu) {
+		log_error("%s", err);
+		return -1;
+	}
+	char where[OPTION_VALUE_MAX + 16];
+	snprintf(where, sizeof(where), "for '%s'", sh->fs.o.dir);
+	if (take_backend(&sh->fs, SHARE, where, err, sizeof(err))) {
+		log_error("%s", err);
+		return -1;
+	}
+	return create_on(&sh->fs, slot, env, label);
+}
+
+/* The device first (closing its connection ends virtiofsd's session), then virtiofsd. */
+static void share_destroy(struct virtio_slot *slot)
+{
+	struct share *sh = slot->cfg->parsed;
+	fs_destroy(slot);
+	if (sh->started)
+		virtiofsd_stop(&sh->daemon, 3000);
+	sh->started = false;
+}
+
+const struct device_kind_desc virtio_share_kind = {
+    .flag = "share",
+    .label = "virtio-fs",
+    .help = "virtio-fs on a host directory, served by a virtiofsd that minivmm starts and\n"
+	    "stops (root only); guest: mount -t virtiofs TAG DIR",
+    .options = share_option_table,
+    .needs_options = true,
+    .positional = "path=",
+    .shares_memory = true,
+    .parse = share_parse,
+    .free_parsed = share_free_parsed,
+    .create = share_create,
+    .destroy = share_destroy,
     .seccomp_needs = fs_seccomp_needs,
 };

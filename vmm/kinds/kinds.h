@@ -19,6 +19,8 @@ extern const struct device_kind_desc virtio_net_kind;
 extern const struct device_kind_desc virtio_balloon_kind;
 /* --fs socket=PATH,tag=TAG[,queues=N] */
 extern const struct device_kind_desc virtio_fs_kind;
+/* --share DIR[,tag=TAG][,readonly=on] */
+extern const struct device_kind_desc virtio_share_kind;
 /* --disk path=IMAGE[,readonly=on][,cache=none|writeback][,serial=ID] */
 extern const struct device_kind_desc virtio_blk_kind;
 /* --virtio-console, or --console virtio: hvc0 on the host's console */

@@ -100,7 +100,8 @@ int virtio_devices_create(struct virtio_devices *devs, struct vm *vm, char *cmdl
 	const struct device_env env = {.mem = &vm->mem,
 				       .loop = &vm->loop,
 				       .ram_bytes = vm->cfg->memory_bytes,
-				       .console = vm->console};
+				       .console = vm->console,
+				       .virtiofsd = vm->cfg->virtiofsd_path};
 	int per_kind[MAX_DEVICE_KINDS] = {0};
 	for (int i = 0; i < vm->cfg->nr_devices; i++) {
 		struct virtio_slot *slot = &devs->slots[devs->nr];
