@@ -20,7 +20,8 @@ LDFLAGS += $(LDFLAGS_SAN)
 
 VMM_SRCS  := $(wildcard vmm/*.c vmm/*/*.c base/*.c devices/*.c devices/virtio/*.c \
 	devices/backends/*.c arch/x86/*.c)
-VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/seccomp_programs.o
+VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/seccomp_programs.o \
+	$(BUILD)/obj/gen/run_init_blob.o
 # Everything but main() is also linked into the unit tests.
 LIB_OBJS  := $(filter-out $(BUILD)/obj/vmm/main.o,$(VMM_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/*.c)
@@ -52,6 +53,17 @@ SECCOMP_GEN_SRCS := tools/seccomp_gen.c vmm/sandbox/seccomp_rules.c vmm/sandbox/
 $(BUILD)/obj/gen/seccomp_programs.o: $(BUILD)/gen/seccomp_programs.c vmm/sandbox/seccomp_aot.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+# The init of `minivmm run`'s guest (firmware/init/run_init.c): a static program, its bytes
+# embedded in minivmm (run_init_blob, run_init_blob_end), which puts it in the initramfs it
+# generates. Plain flags: it runs in the guest (no sanitizer runtime there).
+$(BUILD)/run-init: firmware/init/run_init.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -Wall -Wextra -Werror -O2 -static -s -o $@ $<
+$(BUILD)/obj/gen/run_init_blob.o: $(BUILD)/run-init
+	@mkdir -p $(dir $@)
+	printf '\t.section .rodata\n\t.balign 16\n\t.globl run_init_blob, run_init_blob_end\nrun_init_blob:\n\t.incbin "%s"\nrun_init_blob_end:\n\t.section .note.GNU-stack,"",@progbits\n' $< | \
+		$(CC) -c -x assembler -o $@ -
 
 # What installing the filters costs, built ahead vs at run time (not part of `make test`).
 seccomp-cost: $(BUILD)/tools/seccomp_cost

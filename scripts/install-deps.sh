@@ -4,7 +4,7 @@ set -e
 # qemu-system-common (which qemu-system-x86 depends on) is listed for what it provides itself: the
 # vhost-user back ends virtiofsd and qemu-storage-daemon (docs/vhost-user.md).
 PKGS="build-essential pkg-config clang libclang-rt-14-dev lld llvm clang-format libcriterion-dev libfdt-dev \
-libseccomp-dev libslirp-dev liburing-dev qemu-system-x86 qemu-system-common iproute2 cpio busybox-static device-tree-compiler \
+libseccomp-dev libslirp-dev liburing-dev qemu-system-x86 qemu-system-common iproute2 cpio kmod busybox-static device-tree-compiler \
 procps util-linux e2fsprogs socat iputils-ping linux-perf gnuplot-nox libxml2-utils"
 missing=""
 for p in $PKGS; do

@@ -195,7 +195,8 @@ static void build_root(void)
 	char *shares[64];
 	values("share", shares, 64);
 	for (int i = 0; shares[i]; i++) {
-		char *s = shares[i], *dir = strchr(s, ':'), *mode = dir ? strrchr(dir + 1, ':') : NULL;
+		char *s = shares[i], *dir = strchr(s, ':'),
+		     *mode = dir ? strrchr(dir + 1, ':') : NULL;
 		if (!dir || !mode)
 			die("bad share= '%s'", s);
 		*dir++ = '\0';

@@ -93,6 +93,20 @@ SLIRP_LIB=$(ldconfig -p | awk '/libslirp\.so\.0 .*x86-64/ && !found { print $NF;
 copy_binary "$L1" "$SLIRP_LIB"
 mv "$L1$MINIVMM" "$L1/bin/minivmm"
 for b in /sbin/e2fsck /sbin/mke2fs /usr/bin/script /usr/sbin/tc; do copy_binary "$L1" "$b"; done
+# The L2 kernel's modules where `minivmm run` looks for them (/lib/modules/VERSION of its root,
+# the test VM's own): modules.dep made by depmod (the package's maintainer scripts would), and
+# the modules run's guest loads.
+KVER=$(basename "$MODDIR")
+[ -f "$MODDIR/modules.dep" ] || depmod -b "$KPKG" "$KVER" ||
+	die "depmod failed (kmod, scripts/install-deps.sh)"
+RUNMOD=$L1/lib/modules/$KVER
+mkdir -p "$RUNMOD"
+cp "$MODDIR/modules.dep" "$MODDIR/modules.builtin" "$RUNMOD/"
+for d in drivers/virtio fs/fuse fs/overlayfs drivers/char/virtio_console.ko \
+	drivers/net/virtio_net.ko drivers/net/net_failover.ko net/core/failover.ko; do
+	mkdir -p "$RUNMOD/kernel/$(dirname "$d")"
+	cp -r "$MODDIR/kernel/$d" "$RUNMOD/kernel/$d"
+done
 # Debian's virtio-fs back end (qemu-system-common), for the fs scenarios.
 VIRTIOFSD=/usr/lib/qemu/virtiofsd
 [ -x $VIRTIOFSD ] || die "$VIRTIOFSD is not installed (qemu-system-common, scripts/install-deps.sh)"

@@ -459,6 +459,50 @@ sc_share() {
 	left_running
 }
 
+# run_cmd NAME LIMIT ARGS...: minivmm run ARGS with stdout, stderr and status in $W/NAME.*.
+run_cmd() {
+	local name=$1 limit=$2 rc=0
+	shift 2
+	LAST=$name
+	timeout -s KILL "$limit" minivmm run --kernel $L2_KERNEL "$@" </dev/null >"$W/$name.out" \
+		2>"$W/$name.err" || rc=$?
+	echo $rc >"$W/$name.rc"
+}
+expect_run() { [ "$(status_of "$1")" = "$2" ] || fail "$1: minivmm run exit status $(status_of "$1"), expected $2: $(tail -3 "$W/$1.err")"; }
+
+# minivmm run (issue 38): the test VM's own root (its initramfs) and the L2 kernel's modules
+# from its /lib/modules (build-images.sh), a command's streams apart and its status back, the
+# host's files read and written, --timeout, a killed command, a panic; nothing left running.
+sc_run() {
+	cd $W
+	echo from-host-cwd >$W/cwdfile
+	rm -rf $W/out && mkdir -p $W/out
+	run_cmd run_streams 120 -- /bin/sh -c 'echo out; echo err >&2; exit 7'
+	expect_run run_streams 7
+	[ "$(cat $W/run_streams.out)" = out ] || fail "run: stdout was '$(cat $W/run_streams.out)'"
+	grep -qx err $W/run_streams.err || fail "run: no 'err' on stderr: $(cat $W/run_streams.err)"
+	grep -qx out $W/run_streams.err && fail "run: stdout's line on stderr"
+	run_cmd run_files 120 --share $W/out:/mnt/out -- /bin/sh -c \
+		'cat cwdfile >/mnt/out/copy && echo guest >/etc/run-test && cat /etc/run-test'
+	expect_run run_files 0
+	[ "$(cat $W/out/copy 2>/dev/null)" = from-host-cwd ] || fail "run: the share has no copy of the cwd's file"
+	[ "$(cat $W/run_files.out)" = guest ] || fail "run: the guest could not write its /etc"
+	[ ! -e /etc/run-test ] || fail "run: a write to the guest's /etc reached the host"
+	local t0=$(date +%s)
+	run_cmd run_timeout 120 --timeout 20 -- sleep 1000
+	expect_run run_timeout 124
+	[ $(($(date +%s) - t0)) -lt 40 ] || fail "run: --timeout 20 took $(($(date +%s) - t0)) s"
+	run_cmd run_killed 120 -- /bin/sh -c 'kill -9 $$'
+	expect_run run_killed 137
+	run_cmd run_panic 120 -- /bin/sh -c 'echo 1 >/proc/sys/kernel/sysrq; echo c >/proc/sysrq-trigger'
+	expect_run run_panic 125
+	grep -q 'ended before the command' $W/run_panic.err || fail "run: no line says why 125"
+	pidof virtiofsd minivmm >/dev/null && fail "run: left running: $(pidof virtiofsd minivmm)"
+	ls -d /tmp/minivmm-share-* 2>/dev/null && fail "run: a socket directory is left"
+	cd /
+	return 0
+}
+
 # virtiofsd killed under a running guest: the device needs reset (one line), the guest and
 # minivmm go on, and minivmm exits cleanly later.
 sc_fs_backend_dies() {

@@ -65,7 +65,8 @@ Test(run_image, the_initramfs_unpacks_with_cpio_to_what_was_put_in)
 	write_file("image.cpio", ir.buf, ir.len);
 	initramfs_free(&ir);
 	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "cd %s && mkdir x && cd x && cpio -i --quiet -d <../image.cpio", dir);
+	snprintf(cmd, sizeof(cmd), "cd %s && mkdir x && cd x && cpio -i --quiet -d <../image.cpio",
+		 dir);
 	cr_assert_eq(system(cmd), 0, "cpio could not unpack it");
 	char buf[64];
 	size_t len;
@@ -112,7 +113,10 @@ Test(run_image, the_kernel_version_is_the_headers_first_word)
 Test(run_image, an_image_that_is_not_a_bzimage_or_says_no_version_is_refused)
 {
 	char path[256], ver[64], err[256];
-	fake_bzimage("elf", "\x7f" "ELF", NULL);
+	fake_bzimage("elf",
+		     "\x7f"
+		     "ELF",
+		     NULL);
 	snprintf(path, sizeof(path), "%s/elf", dir);
 	cr_assert_eq(kmods_kernel_version(path, ver, sizeof(ver), err, sizeof(err)), -1);
 	cr_assert(strstr(err, "not a bzImage"), "%s", err);

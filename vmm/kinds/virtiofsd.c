@@ -118,14 +118,18 @@ static void supervise(pid_t child)
 }
 
 /* A read-only view of dir for virtiofsd alone: a mount namespace of its own, where dir is
- * bound onto itself read-only. 0, or -1 with errno. */
+ * bound onto itself and made read-only with every mount below it (a share of / must not leave
+ * /home or /tmp writable). 0, or -1 with errno. */
 static int read_only_view(const char *dir)
 {
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-	    mount(dir, dir, NULL, MS_BIND | MS_REC, NULL) < 0 ||
-	    mount(NULL, dir, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0)
+	    mount(dir, dir, NULL, MS_BIND | MS_REC, NULL) < 0)
 		return -1;
-	return 0;
+	struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
+	if (syscall(SYS_mount_setattr, AT_FDCWD, dir, AT_RECURSIVE, &attr, sizeof(attr)) == 0)
+		return 0;
+	/* Before Linux 5.12: the top mount only. */
+	return mount(NULL, dir, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL);
 }
 
 /* In the supervisor: report why it cannot go on (the VMM prints it) and end. */

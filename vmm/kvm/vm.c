@@ -127,10 +127,11 @@ void vm_set_irq(struct vm *vm, int gsi, int level)
 		log_warn("KVM_IRQ_LINE %d: %s", gsi, strerror(errno));
 }
 
-void vm_request_stop(struct vm *vm, int status)
+static void request_stop(struct vm *vm, int status, bool by_guest)
 {
 	pthread_mutex_lock(&vm->stop_lock);
 	if (!vm->stopping) {
+		vm->exit_by_guest = by_guest;
 		vm->stopping = true;
 		vm->exit_status = status;
 		uint64_t one = 1;
@@ -147,4 +148,14 @@ bool vm_is_stopping(struct vm *vm)
 	bool s = vm->stopping;
 	pthread_mutex_unlock(&vm->stop_lock);
 	return s;
+}
+
+void vm_request_stop(struct vm *vm, int status)
+{
+	request_stop(vm, status, false);
+}
+
+void vm_request_stop_by_guest(struct vm *vm, int status)
+{
+	request_stop(vm, status, true);
 }

@@ -76,6 +76,7 @@ struct vm {
 	pthread_mutex_t stop_lock;
 	bool stopping;
 	int exit_status;
+	bool exit_by_guest; /* exit_status is what the guest wrote to the exit port */
 	int stop_fd;
 
 	/* Pause/resume from the control socket (vcpu.c): vCPU threads park on pause_cond while
@@ -95,6 +96,9 @@ void vm_destroy(struct vm *vm);
 void vm_set_irq(struct vm *vm, int gsi, int level);
 /* Ask the VM to stop with status; the first request wins. Callable from any thread. */
 void vm_request_stop(struct vm *vm, int status);
+/* The same, the status the guest's own choice (its write to the exit port): exit_by_guest is set
+ * when this is the stop that counts. */
+void vm_request_stop_by_guest(struct vm *vm, int status);
 bool vm_is_stopping(struct vm *vm);
 
 #endif

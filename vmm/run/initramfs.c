@@ -43,9 +43,9 @@ static void entry(struct initramfs *ir, const char *path, unsigned mode, const v
 	size_t namesize = strlen(path) + 1;
 	/* magic, ino, mode, uid, gid, nlink, mtime, filesize, devmajor, devminor, rdevmajor,
 	 * rdevminor, namesize, check */
-	snprintf(hdr, sizeof(hdr),
-		 "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X", ir->ino++, mode,
-		 0u, 0u, 1u, 0u, (unsigned)len, 0u, 0u, 0u, 0u, (unsigned)namesize, 0u);
+	snprintf(hdr, sizeof(hdr), "070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X",
+		 ir->ino++, mode, 0u, 0u, 1u, 0u, (unsigned)len, 0u, 0u, 0u, 0u, (unsigned)namesize,
+		 0u);
 	put(ir, hdr, 110);
 	put(ir, path, namesize);
 	pad4(ir);

@@ -11,8 +11,7 @@
 
 #include "base/byteorder.h"
 
-int kmods_kernel_version(const char *bzimage_path, char *out, size_t len, char *err,
-			 size_t errlen)
+int kmods_kernel_version(const char *bzimage_path, char *out, size_t len, char *err, size_t errlen)
 {
 	int fd = open(bzimage_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -183,8 +182,8 @@ static int add_with_deps(struct kmods *m, const char *line, char *err, size_t er
 	return add(m, line, (size_t)(colon - line), err, errlen);
 }
 
-int kmods_resolve(const char *dir, const char *const *want, int nwant, struct kmods *out,
-		  char *err, size_t errlen)
+int kmods_resolve(const char *dir, const char *const *want, int nwant, struct kmods *out, char *err,
+		  size_t errlen)
 {
 	out->n = 0;
 	char *dep = slurp(dir, "modules.dep", err, errlen);
@@ -200,9 +199,10 @@ int kmods_resolve(const char *dir, const char *const *want, int nwant, struct km
 		if (line)
 			rc = add_with_deps(out, line, err, errlen);
 		else if (!built || !builtin(built, name)) {
-			snprintf(err, errlen,
-				 "the kernel has no %s driver: not built in, and not a module in %s",
-				 name, dir);
+			snprintf(
+			    err, errlen,
+			    "the kernel has no %s driver: not built in, and not a module in %s",
+			    name, dir);
 			rc = -1;
 		}
 	}

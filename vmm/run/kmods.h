@@ -11,8 +11,7 @@
 
 /* The version a bzImage states ("6.1.0-27-cloud-amd64"), the first word of its header's
  * kernel_version string. 0, or -1 with a one-line reason in err (not a bzImage, no version). */
-int kmods_kernel_version(const char *bzimage_path, char *out, size_t len, char *err,
-			 size_t errlen);
+int kmods_kernel_version(const char *bzimage_path, char *out, size_t len, char *err, size_t errlen);
 
 struct kmods {
 	int n;
@@ -23,7 +22,7 @@ struct kmods {
  * that give the drivers named in want (module names, '-' and '_' alike), each after what it
  * depends on, each once; built-in drivers need none. 0, or -1 with a one-line reason naming
  * the first driver that is neither built in nor a module there. */
-int kmods_resolve(const char *dir, const char *const *want, int nwant, struct kmods *out,
-		  char *err, size_t errlen);
+int kmods_resolve(const char *dir, const char *const *want, int nwant, struct kmods *out, char *err,
+		  size_t errlen);
 
 #endif
