@@ -201,7 +201,8 @@ FUZZ_virtio_net_FLAGS := $(FUZZ_VDEV_FLAGS)
 FUZZ_virtio_rng_FLAGS := $(FUZZ_VDEV_FLAGS)
 FUZZ_virtio_balloon_FLAGS := $(FUZZ_VDEV_FLAGS)
 # Targets that need the device registry (every device kind's parser) link the whole VMM library.
-FUZZ_LIB_SRCS := $(filter-out vmm/main.c,$(VMM_SRCS)) $(FUZZ_BUILD)/gen/seccomp_programs.c
+FUZZ_LIB_SRCS := $(filter-out vmm/main.c,$(VMM_SRCS)) $(FUZZ_BUILD)/gen/seccomp_programs.c \
+	tests/fuzz/run_init_stub.c
 # (clang warns about two GNU-isms gcc accepts there: libseccomp's SCMP_A0 and struct kvm_msrs.)
 FUZZ_LIB_CFLAGS := -Wno-missing-field-initializers -Wno-gnu-variable-sized-type-not-at-end
 FUZZ_cli_SRCS := $(FUZZ_LIB_SRCS)
