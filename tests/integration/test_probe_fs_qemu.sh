@@ -5,6 +5,7 @@
 # proves the driver on any host; test_probe_fs.sh runs the same under minivmm. A file whose size
 # is no multiple of the probe's reads is read whole and summed, the root listed, a missing name
 # refused with ENOENT; a wrong size, sum or file name must fail the probe.
+# shellcheck disable=SC2054 # QEMU options take commas
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/virtiofsd.sh"
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed"
@@ -41,7 +42,7 @@ qemu_fs() {
 
 for t in mmio pci; do
 	name=qemu-$t
-	qemu_fs "$name" "$t" fs.size=$SIZE fs.crc32=$FILE_CRC
+	qemu_fs "$name" "$t" fs.size=$SIZE fs.crc32="$FILE_CRC"
 	[ "$STATUS" = 1 ] || { show "$name"; fail "$name: QEMU exit status $STATUS, expected 1 (PASS)"; }
 	expect_line "$name" out '^probe: PASS'
 	expect_line "$name" out "^probe: fs devices=1 transport=$t tag=probefs request_queues=1\$"
@@ -52,10 +53,10 @@ for t in mmio pci; do
 done
 
 # Bigger reads, all eight in flight, and one at a time.
-qemu_fs qemu-deep pci fs.size=$SIZE fs.crc32=$FILE_CRC fs.chunk=1M fs.depth=8
+qemu_fs qemu-deep pci fs.size=$SIZE fs.crc32="$FILE_CRC" fs.chunk=1M fs.depth=8
 [ "$STATUS" = 1 ] || { show qemu-deep; fail "qemu-deep: QEMU exit status $STATUS, expected 1"; }
 expect_line qemu-deep out "^probe: fs read bytes=$SIZE chunk=1048576 depth=8 "
-qemu_fs qemu-one mmio fs.size=$SIZE fs.crc32=$FILE_CRC fs.chunk=4096 fs.depth=1
+qemu_fs qemu-one mmio fs.size=$SIZE fs.crc32="$FILE_CRC" fs.chunk=4096 fs.depth=1
 [ "$STATUS" = 1 ] || { show qemu-one; fail "qemu-one: QEMU exit status $STATUS, expected 1"; }
 
 # What the probe checks fails it, with its reason.
@@ -66,6 +67,7 @@ for c in "crc|fs.size=$SIZE fs.crc32=$bad_crc|CRC-32 of the file differs" \
 	"name|fs.size=$SIZE fs.file=nothere|LOOKUP of fs.file failed"; do
 	IFS='|' read -r what args reason <<<"$c"
 	name=qemu-bad-$what
+	# shellcheck disable=SC2086 # the case's words
 	qemu_fs "$name" mmio $args
 	[ "$STATUS" = 3 ] || { show "$name"; fail "$name: QEMU exit status $STATUS, expected 3 (FAIL)"; }
 	expect_line "$name" out "^probe: FAIL fs: $reason"

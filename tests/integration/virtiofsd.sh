@@ -1,3 +1,5 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034 # FILE_CRC, VIRTIOFSD_SOCK: the sourcing test's
 # Debian's virtiofsd for the tests that share a directory (sourced after lib.sh): the probe's
 # test=fs under minivmm (test_probe_fs.sh) and under QEMU (test_probe_fs_qemu.sh).
 
