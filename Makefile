@@ -26,7 +26,7 @@ VMM_OBJS  := $(VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/seccomp_programs.
 LIB_OBJS  := $(filter-out $(BUILD)/obj/vmm/main.o,$(VMM_OBJS))
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 # Probe code that is plain C (no drivers, no freestanding-only code), built for the host too.
-FW_UNIT_SRCS := firmware/net/tcp.c firmware/net/vnet_hdr.c
+FW_UNIT_SRCS := firmware/net/tcp.c firmware/net/vnet_hdr.c firmware/drivers/fuse.c
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o) $(FW_UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \

@@ -14,6 +14,7 @@
 #include "test_boot.h"
 #include "test_counter.h"
 #include "test_demo.h"
+#include "test_fs.h"
 #include "test_hostile.h"
 #include "test_net.h"
 #include "test_outcomes.h"
@@ -41,6 +42,7 @@ static const struct {
     {"blk", test_blk},
     {"blk-durable", test_blk_durable},
     {"blk-reset", test_blk_reset},
+    {"fs", test_fs},
     {"serve", test_serve},
     {"udp_sink", test_udp_sink},
     {"udp_stream", test_udp_stream},

@@ -567,6 +567,34 @@ sc_probe() {
 	expect_status probe 0 && expect_out probe '^probe: PASS'
 }
 
+# The probe's virtio-fs driver (test=fs) against Debian's virtiofsd through minivmm's vhost-user
+# front end, on each transport: a host file whose size is no multiple of the probe's reads, read
+# whole and its CRC-32 checked, the root's listing, a missing name refused with ENOENT.
+sc_probe_fs() {
+	local t rc size=$((3 * 1048576 + 12345)) crc i
+	for t in pci mmio; do
+		start_virtiofsd
+		head -c $size /dev/urandom >$W/share/probe.bin
+		crc=$(gzip -c $W/share/probe.bin | tail -c8 | od -An -tx4 -N4 | tr -d ' ')
+		rc=0
+		timeout -s KILL 120 minivmm --kernel /probe/probe.elf --memory 256M \
+			--fs socket=$W/fs.sock,tag=probefs,transport=$t --cmdline "test=fs fs.tag=probefs \
+fs.file=probe.bin fs.size=$size fs.crc32=$crc fs.getattrs=1000" >$W/probe_fs_$t.out \
+			2>$W/probe_fs_$t.err || rc=$?
+		echo $rc >$W/probe_fs_$t.rc
+		i=0
+		while kill -0 $VIRTIOFSD_PID 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+		kill -0 $VIRTIOFSD_PID 2>/dev/null && { kill -9 $VIRTIOFSD_PID; fail "probe_fs_$t: virtiofsd outlived minivmm"; }
+		wait $VIRTIOFSD_PID 2>/dev/null
+		expect_status probe_fs_$t 0 && expect_out probe_fs_$t '^probe: PASS' || return 1
+		expect_out probe_fs_$t "^probe: fs devices=1 transport=$t tag=probefs request_queues=1"
+		expect_out probe_fs_$t '^probe: fs lookup missing error=2$'
+		expect_out probe_fs_$t "^probe: fs read bytes=$size .* crc32=$crc"
+		expect_out probe_fs_$t '^probe: fs readdir entries=[0-9]* found=1'
+		expect_out probe_fs_$t '^probe: fs getattr ops=1000 '
+	done
+}
+
 # counters NAME...: the probe's counter values on those consoles, joined (test=counter).
 counters() { for f in "$@"; do cat "$W/$f.out"; done | tr -d '\r' | sed -n 's/^probe: counter=\([0-9]*\) .*/\1/p' | tr '\n' ' '; }
 
@@ -1223,7 +1251,7 @@ sc_probe_tcp_loss() {
 	[ ! -f $W/.failed ]
 }
 
-ALL_SCENARIOS="console console_virtio console_virtio_mmio reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies share balloon_pci balloon_mmio control probe startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
+ALL_SCENARIOS="console console_virtio console_virtio_mmio reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies share balloon_pci balloon_mmio control probe probe_fs startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
 
 # run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
 # VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.
