@@ -19,11 +19,11 @@
 #include "kmods.h"
 
 /* The command's status when minivmm cannot tell it. */
-#define RUN_TIMEOUT	    124
-#define RUN_VM_ENDED	    125
-#define RUN_MAX_SHARES	    8
-#define RUN_DEFAULT_MEMORY  "512M"
-#define RUN_ROOT_TAG	    "root"
+#define RUN_TIMEOUT	   124
+#define RUN_VM_ENDED	   125
+#define RUN_MAX_SHARES	   8
+#define RUN_DEFAULT_MEMORY "512M"
+#define RUN_ROOT_TAG	   "root"
 
 /* firmware/init/run_init.c, built static and embedded by the Makefile. */
 extern const unsigned char run_init_blob[], run_init_blob_end[];
@@ -48,26 +48,27 @@ struct run_options {
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: minivmm run --kernel BZIMAGE [options] [--] COMMAND [ARG...]\n"
-		"\n"
-		"Run COMMAND in a VM of that kernel, on the host's files, and exit with its status.\n"
-		"\n"
-		"  --kernel PATH       the guest kernel (a bzImage: its version picks the modules)\n"
-		"  --modules DIR       its modules (default: ROOT/lib/modules/VERSION)\n"
-		"  --root DIR          the guest's root, read-only under a tmpfs overlay (default /)\n"
-		"  --share HOST:GUEST[:ro]\n"
-		"                      mount host directory HOST at GUEST, read-write (or :ro)\n"
-		"  --memory SIZE       guest RAM (default " RUN_DEFAULT_MEMORY ")\n"
-		"  --cpus N            vCPUs (default 1)\n"
-		"  --net user          user-mode networking (the guest configures eth0 itself)\n"
-		"  --timeout SECS      stop the VM after SECS seconds: status 124\n"
-		"  --console OUTPUT    the kernel's messages (default none; e.g. stdio, file=PATH)\n"
-		"  --virtiofsd PATH    the virtiofsd to start (default: Debian's)\n"
-		"  --timing            report minivmm's start-up steps\n"
-		"\n"
-		"Exit status: COMMAND's; 128+N when signal N ended it; 124 on --timeout; 125 when\n"
-		"the VM ended before COMMAND did (a kernel panic); 2 for a usage or set-up error.\n");
+	fprintf(
+	    f,
+	    "Usage: minivmm run --kernel BZIMAGE [options] [--] COMMAND [ARG...]\n"
+	    "\n"
+	    "Run COMMAND in a VM of that kernel, on the host's files, and exit with its status.\n"
+	    "\n"
+	    "  --kernel PATH       the guest kernel (a bzImage: its version picks the modules)\n"
+	    "  --modules DIR       its modules (default: ROOT/lib/modules/VERSION)\n"
+	    "  --root DIR          the guest's root, read-only under a tmpfs overlay (default /)\n"
+	    "  --share HOST:GUEST[:ro]\n"
+	    "                      mount host directory HOST at GUEST, read-write (or :ro)\n"
+	    "  --memory SIZE       guest RAM (default " RUN_DEFAULT_MEMORY ")\n"
+	    "  --cpus N            vCPUs (default 1)\n"
+	    "  --net user          user-mode networking (the guest configures eth0 itself)\n"
+	    "  --timeout SECS      stop the VM after SECS seconds: status 124\n"
+	    "  --console OUTPUT    the kernel's messages (default none; e.g. stdio, file=PATH)\n"
+	    "  --virtiofsd PATH    the virtiofsd to start (default: Debian's)\n"
+	    "  --timing            report minivmm's start-up steps\n"
+	    "\n"
+	    "Exit status: COMMAND's; 128+N when signal N ended it; 124 on --timeout; 125 when\n"
+	    "the VM ended before COMMAND did (a kernel panic); 2 for a usage or set-up error.\n");
 }
 
 /* One error line ("minivmm: error: run: ..."); -1. A path makes it long: no truncation check. */
@@ -108,8 +109,20 @@ static int parse_share(struct run_options *o, const char *arg)
 	return 0;
 }
 
-enum { R_KERNEL = 256, R_MODULES, R_ROOT, R_SHARE, R_MEMORY, R_CPUS, R_NET, R_TIMEOUT, R_CONSOLE,
-       R_VIRTIOFSD, R_TIMING, R_HELP };
+enum {
+	R_KERNEL = 256,
+	R_MODULES,
+	R_ROOT,
+	R_SHARE,
+	R_MEMORY,
+	R_CPUS,
+	R_NET,
+	R_TIMEOUT,
+	R_CONSOLE,
+	R_VIRTIOFSD,
+	R_TIMING,
+	R_HELP
+};
 
 /* 0: run; 1: --help; -1: a usage error (said). */
 static int parse(int argc, char **argv, struct run_options *o)
@@ -137,15 +150,25 @@ static int parse(int argc, char **argv, struct run_options *o)
 	/* '+': the first word that is not an option starts the command. */
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (c) {
-		case R_KERNEL: o->kernel = optarg; break;
-		case R_MODULES: o->modules = optarg; break;
-		case R_ROOT: o->root = optarg; break;
+		case R_KERNEL:
+			o->kernel = optarg;
+			break;
+		case R_MODULES:
+			o->modules = optarg;
+			break;
+		case R_ROOT:
+			o->root = optarg;
+			break;
 		case R_SHARE:
 			if (parse_share(o, optarg))
 				return -1;
 			break;
-		case R_MEMORY: o->memory = optarg; break;
-		case R_CPUS: o->cpus = optarg; break;
+		case R_MEMORY:
+			o->memory = optarg;
+			break;
+		case R_CPUS:
+			o->cpus = optarg;
+			break;
 		case R_NET:
 			if (strcmp(optarg, "user"))
 				return bad("--net '%s': only user", optarg);
@@ -160,12 +183,21 @@ static int parse(int argc, char **argv, struct run_options *o)
 			o->timeout_s = (unsigned)t;
 			break;
 		}
-		case R_CONSOLE: o->console = optarg; break;
-		case R_VIRTIOFSD: o->virtiofsd = optarg; break;
-		case R_TIMING: o->timing = true; break;
-		case R_HELP: usage(stdout); return 1;
+		case R_CONSOLE:
+			o->console = optarg;
+			break;
+		case R_VIRTIOFSD:
+			o->virtiofsd = optarg;
+			break;
+		case R_TIMING:
+			o->timing = true;
+			break;
+		case R_HELP:
+			usage(stdout);
+			return 1;
 		default:
-			return bad("unknown option '%s' (see minivmm run --help)", argv[optind - 1]);
+			return bad("unknown option '%s' (see minivmm run --help)",
+				   argv[optind - 1]);
 		}
 	}
 	if (!o->kernel)
@@ -253,8 +285,8 @@ static int build_initramfs(const struct run_options *o, char *path, size_t pathl
 	if (o->modules)
 		snprintf(moddir, sizeof(moddir), "%s", o->modules);
 	else
-		snprintf(moddir, sizeof(moddir), "%s/lib/modules/%s", strcmp(o->root, "/") ? o->root : "",
-			 version);
+		snprintf(moddir, sizeof(moddir), "%s/lib/modules/%s",
+			 strcmp(o->root, "/") ? o->root : "", version);
 	const char *want[8];
 	int nwant = 0;
 	for (size_t i = 0; i < sizeof(base_drivers) / sizeof(base_drivers[0]); i++)
@@ -280,7 +312,8 @@ static int build_initramfs(const struct run_options *o, char *path, size_t pathl
 			record(&c, "env", kv);
 	}
 	if (!getenv("PATH"))
-		record(&c, "env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+		record(&c, "env",
+		       "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
 	for (int i = 0; i < o->nr_shares; i++) {
 		char share[PATH_MAX + 32];
 		snprintf(share, sizeof(share), "share%d:%s:%s", i, o->shares[i].guest,
@@ -292,7 +325,8 @@ static int build_initramfs(const struct run_options *o, char *path, size_t pathl
 
 	struct initramfs ir;
 	initramfs_init(&ir);
-	initramfs_file(&ir, "init", 0755, run_init_blob, (size_t)(run_init_blob_end - run_init_blob));
+	initramfs_file(&ir, "init", 0755, run_init_blob,
+		       (size_t)(run_init_blob_end - run_init_blob));
 	initramfs_dir(&ir, "minivmm");
 	initramfs_dir(&ir, "minivmm/modules");
 	int rc = -1;
@@ -440,7 +474,8 @@ int run_main(int argc, char **argv, int64_t main_ns)
 		return status; /* minivmm itself was stopped by a signal */
 	log_error("run: the VM ended before the command did (%s)",
 		  status == EXIT_TRIPLE_FAULT ? "a triple fault"
-		  : status == EXIT_GUEST_RESET ? "the guest rebooted or powered off: a kernel panic?"
-					       : "minivmm's error above");
+		  : status == EXIT_GUEST_RESET
+		      ? "the guest rebooted or powered off: a kernel panic?"
+		      : "minivmm's error above");
 	return RUN_VM_ENDED;
 }
