@@ -456,6 +456,11 @@ sc_share() {
 	exec 7>&-
 	local i=0
 	while pidof virtiofsd >/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	left_running || return 1
+	# A virtiofsd that cannot serve: status 2, a line that says so, nothing left.
+	l2 share_bad 60 --share $W/share --virtiofsd /bin/false
+	expect_status share_bad 2 || return 1
+	grep -q 'virtiofsd' $W/share_bad.err || fail "share: no line about virtiofsd: $(cat $W/share_bad.err)"
 	left_running
 }
 
