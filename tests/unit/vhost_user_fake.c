@@ -91,7 +91,9 @@ static void *fake_run(void *opaque)
 	struct fake *f = opaque;
 	struct rec m;
 	while (f->n < 64 && fake_take_msg(f->fd, &m)) {
+		fake_lock(f);
 		f->msgs[f->n++] = m;
+		fake_unlock(f);
 		uint32_t state[2];
 		switch (m.req) {
 		case GET_FEATURES:
@@ -132,10 +134,21 @@ struct vhost_user *fake_start(struct fake *f)
 	int sv[2];
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	f->fd = sv[1];
+	pthread_mutex_init(&f->lock, NULL);
 	cr_assert_eq(pthread_create(&f->thread, NULL, fake_run, f), 0);
 	struct vhost_user *vu = vhost_user_from_fd(sv[0], "fake");
 	cr_assert(vu);
 	return vu;
+}
+
+void fake_lock(struct fake *f)
+{
+	pthread_mutex_lock(&f->lock);
+}
+
+void fake_unlock(struct fake *f)
+{
+	pthread_mutex_unlock(&f->lock);
 }
 
 void fake_join(struct fake *f)

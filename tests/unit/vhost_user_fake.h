@@ -4,7 +4,9 @@
  * and layouts are spelled out here from the spec, not taken from the client: the fake is the
  * tests' oracle, so a wrong code in the client shows as a mismatch.
  *
- * What the fake recorded is read after fake_stop or fake_join (the thread has ended then). */
+ * What the fake recorded is read after fake_stop or fake_join (the thread has ended then), or
+ * while it runs under fake_lock: every request the client sends with REPLY_ACK is recorded
+ * before it is answered, so all of them are there when the client's call has returned. */
 #ifndef MINIVMM_TESTS_VHOST_USER_FAKE_H
 #define MINIVMM_TESTS_VHOST_USER_FAKE_H
 
@@ -63,6 +65,7 @@ struct fake {
 	uint8_t config[256];
 	uint32_t nack_req; /* acknowledge this request with nack_status */
 	uint64_t nack_status;
+	pthread_mutex_t lock; /* guards msgs and n while the thread runs */
 	struct rec msgs[64];
 	unsigned n;
 	char bad[128]; /* what the fake could not take (checked by the test) */
@@ -75,6 +78,8 @@ struct vhost_user *fake_start(struct fake *f);
 void fake_join(struct fake *f);
 /* Close the client (the fake sees EOF), then fake_join. */
 void fake_stop(struct fake *f, struct vhost_user *vu);
+void fake_lock(struct fake *f);
+void fake_unlock(struct fake *f);
 /* Close the descriptors the fake received. */
 void fake_close_fds(struct fake *f);
 
