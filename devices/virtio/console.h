@@ -67,6 +67,12 @@ void virtio_console_output_room(struct virtio_console *c);
 unsigned virtio_console_input(struct virtio_console *c, unsigned port, const uint8_t *buf,
 			      unsigned len);
 
+/* The host's input on port (not 0, the console) has ended: once what was given is delivered,
+ * the guest is told the host closed its end (PORT_OPEN 0; Linux's read() returns end of file,
+ * and its write() waits for the host end to come back: a port whose input ends should have no
+ * output). Later input is dropped. Any thread. */
+void virtio_console_host_close(struct virtio_console *c, unsigned port);
+
 struct virtio_console_stats {
 	uint64_t tx_bytes, rx_bytes;
 	uint64_t ctrl_ignored; /* control messages with a bad size, port or event */
