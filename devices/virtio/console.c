@@ -186,8 +186,11 @@ static void process_rx(struct virtio_console *c, unsigned p)
 	}
 	bool close = host_close_due(c, p);
 	pthread_mutex_unlock(&c->in_lock);
-	if (pushed)
+	if (pushed) {
 		virtio_dev_notify_used(dev, q);
+		if (port->host.input_room)
+			port->host.input_room(port->host.opaque);
+	}
 	if (close) {
 		/* After the data: Linux looks at its receive ring before at host_connected. */
 		queue_ctrl(c, p, VIRTIO_CONSOLE_PORT_OPEN, 0);

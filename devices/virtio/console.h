@@ -47,6 +47,9 @@ struct virtio_console_port {
 	 * with the device lock held: must not block. Fewer than len: the port's output waits
 	 * (the guest's buffer stays unused) until virtio_console_output_room. NULL: discarded. */
 	size_t (*output)(void *opaque, const uint8_t *buf, size_t len);
+	/* The guest took some of the input held for the port: virtio_console_input keeps more
+	 * now. I/O thread, with the device lock held: must not block. NULL: not told. */
+	void (*input_room)(void *opaque);
 	void *opaque;
 };
 
