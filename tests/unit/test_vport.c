@@ -33,9 +33,9 @@ Test(vport_cli, ports_in_order)
 	close(fd);
 	char file[64];
 	snprintf(file, sizeof(file), "log.1:file=%s,max-size=4K", path);
-	char *argv[] = {"minivmm", "--kernel", "k",	  "--vport",	     "out:stdout",
-			"--console", "virtio", "--vport", "org.x_Y-0:stderr", "--vport",
-			file};
+	char *argv[] = {"minivmm",	    "--kernel",	 "k",	   "--vport",
+			"out:stdout",	    "--console", "virtio", "--vport",
+			"org.x_Y-0:stderr", "--vport",	 file};
 	struct vm_config cfg;
 	cr_assert_eq(parse(&cfg, 11, argv), CLI_RUN, "%s", err);
 	cr_assert_eq(cfg.nr_vports, 3);
@@ -77,8 +77,9 @@ Test(vport_cli, bad_ports_refused)
 	    {"-x:stdout", "invalid port name"},
 	    {".x:stdout", "invalid port name"},
 	    {"abcdefghijklmnopqrstuvwxyz012345:stdout", "1 to 31"},
-	    {"out:stdin", "the output is stdout, stderr or file="},
-	    {"out:", "the output is"},
+	    {"out:stdio", "after the name: stdout, stderr, file="},
+	    {"out:", "after the name"},
+	    {"in:stdin", "the console reads stdin (give --console virtio,none"},
 	    {"out:file=", "file= needs a path"},
 	    {"out:file=,max-size=4K", "file= needs a path"},
 	    {"out:file=/tmp/x,max-size=lots", "invalid size"},
@@ -87,7 +88,7 @@ Test(vport_cli, bad_ports_refused)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct vm_config cfg;
-		char *argv[] = {"minivmm", "--kernel", "k", "--console", "virtio",
+		char *argv[] = {"minivmm", "--kernel",		"k", "--console", "virtio",
 				"--vport", (char *)cases[i].arg};
 		cr_assert_eq(parse(&cfg, 7, argv), CLI_ERROR, "case %zu", i);
 		cr_assert(strstr(err, cases[i].msg), "case %zu: '%s' lacks '%s'", i, err,
@@ -107,10 +108,27 @@ Test(vport_cli, needs_a_virtio_console_and_no_restore)
 	cr_assert_eq(parse(&cfg, 5, argv2), CLI_ERROR);
 	cr_assert(strstr(err, "--vport cannot be used with --restore"), "%s", err);
 	cli_free_config(&cfg);
-	char *twice[] = {"minivmm",    "--kernel", "k",	   "--virtio-console", "--vport",
-			 "out:stdout", "--vport",  "out:stderr"};
+	char *twice[] = {"minivmm", "--kernel",	  "k",	     "--virtio-console",
+			 "--vport", "out:stdout", "--vport", "out:stderr"};
 	cr_assert_eq(parse(&cfg, 8, twice), CLI_ERROR);
 	cr_assert(strstr(err, "port 'out' given twice"), "%s", err);
+	cli_free_config(&cfg);
+}
+
+/* NAME:stdin: the guest reads minivmm's stdin, which only one reader may have. */
+Test(vport_cli, stdin_port)
+{
+	struct vm_config cfg;
+	char *argv[] = {"minivmm",  "--kernel",	 "k",	       "--vport",
+			"in:stdin", "--console", "virtio,none"};
+	cr_assert_eq(parse(&cfg, 7, argv), CLI_RUN, "%s", err);
+	cr_assert_eq(cfg.vports[0].in_fd, STDIN_FILENO);
+	cr_assert_eq(cfg.vports[0].out_fd, -1, "an input port has no output");
+	cli_free_config(&cfg);
+	char *twice[] = {"minivmm", "--kernel", "k",	   "--console", "virtio,none",
+			 "--vport", "a:stdin",	"--vport", "b:stdin"};
+	cr_assert_eq(parse(&cfg, 9, twice), CLI_ERROR);
+	cr_assert(strstr(err, "port 'a' reads stdin already"), "%s", err);
 	cli_free_config(&cfg);
 }
 

@@ -317,10 +317,12 @@ void cli_usage(void)
 	    "                         also a virtio console, hvc0 (add console=hvc0 to "
 	    "--cmdline),\n"
 	    "                         on the same output; the input goes to hvc0, not COM1\n"
-	    "  --vport NAME:stdout|stderr|file=PATH[,max-size=SIZE]\n"
+	    "  --vport NAME:stdout|stderr|file=PATH[,max-size=SIZE]|stdin\n"
 	    "                         a port of that virtio console named NAME in the guest\n"
-	    "                         (/sys/class/virtio-ports/*/name), its output there; up to\n"
-	    "                         6 (a VM with them cannot be snapshotted)\n"
+	    "                         (/sys/class/virtio-ports/*/name): what the guest writes\n"
+	    "                         goes to stdout, stderr or the file, or it reads stdin\n"
+	    "                         (with --console virtio,none or ,file=); up to 6 (a VM\n"
+	    "                         with them cannot be snapshotted)\n"
 	    "\n"
 	    "Control:\n"
 	    "  --api-sock PATH        serve the JSON control socket at PATH (see minivmm ctl)\n"
@@ -735,11 +737,8 @@ static int check_config(int argc, char **argv, struct vm_config *cfg, const char
 	bool vconsole = false;
 	for (int i = 0; i < cfg->nr_devices; i++)
 		vconsole |= cfg->devices[i].kind == device_kind_find("virtio-console");
-	if (cfg->nr_vports && !vconsole)
-		return fail(err, errlen,
-			    "--vport needs a virtio console (--console virtio or "
-			    "--virtio-console)%s",
-			    "");
+	if (vport_check(cfg, vconsole, err, errlen))
+		return -1;
 	/* A chroot alone is escapable by code that runs in it (sanitizer builds, which cannot
 	 * run the filters, are test builds). */
 	if (cfg->jail.enabled && !cfg->seccomp && seccomp_default_on())

@@ -110,8 +110,8 @@ int vport_parse(const char *arg, struct vm_config *cfg, char *err, size_t errlen
 	const char *colon = strchr(arg, ':');
 	if (!colon)
 		return fail(err, errlen,
-			    "invalid --vport '%s' (expected NAME:stdout, NAME:stderr or "
-			    "NAME:file=PATH[,max-size=SIZE])",
+			    "invalid --vport '%s' (expected NAME:stdout, NAME:stderr, "
+			    "NAME:file=PATH[,max-size=SIZE] or NAME:stdin)",
 			    arg);
 	struct vport_config *p = new_port(cfg, "--vport", arg, (size_t)(colon - arg), err, errlen);
 	if (!p)
@@ -121,15 +121,37 @@ int vport_parse(const char *arg, struct vm_config *cfg, char *err, size_t errlen
 		p->out_fd = STDOUT_FILENO;
 	else if (!strcmp(out, "stderr"))
 		p->out_fd = STDERR_FILENO;
-	else if (!strncmp(out, "file=", 5)) {
+	else if (!strcmp(out, "stdin")) {
+		for (int i = 0; i < cfg->nr_vports; i++)
+			if (cfg->vports[i].in_fd == STDIN_FILENO)
+				return fail(err, errlen,
+					    "--vport %s: port '%s' reads stdin already", arg,
+					    cfg->vports[i].name);
+		p->in_fd = STDIN_FILENO;
+	} else if (!strncmp(out, "file=", 5)) {
 		if (open_file(p, out + 5, err, errlen))
 			return -1;
 	} else
 		return fail(err, errlen,
-			    "invalid --vport '%s' (the output is stdout, stderr or "
-			    "file=PATH[,max-size=SIZE])",
+			    "invalid --vport '%s' (after the name: stdout, stderr, "
+			    "file=PATH[,max-size=SIZE] or stdin)",
 			    arg);
 	cfg->nr_vports++;
+	return 0;
+}
+
+int vport_check(const struct vm_config *cfg, bool virtio_console, char *err, size_t errlen)
+{
+	if (cfg->nr_vports && !virtio_console)
+		return fail(
+		    err, errlen,
+		    "--vport needs a virtio console (--console virtio or --virtio-console)");
+	for (int i = 0; i < cfg->nr_vports; i++)
+		if (cfg->vports[i].in_fd == STDIN_FILENO && cfg->console == CONSOLE_STDIO)
+			return fail(err, errlen,
+				    "--vport %s:stdin: the console reads stdin (give --console "
+				    "virtio,none or virtio,file=PATH)",
+				    cfg->vports[i].name);
 	return 0;
 }
 

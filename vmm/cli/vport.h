@@ -5,6 +5,7 @@
 #ifndef MINIVMM_VPORT_H
 #define MINIVMM_VPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "config.h"
@@ -20,9 +21,12 @@
 int vport_add(struct vm_config *cfg, const char *name, int out_fd, int in_fd, char *err,
 	      size_t errlen);
 
-/* --vport NAME:OUTPUT, OUTPUT one of stdout, stderr or file=PATH[,max-size=SIZE] (opened now:
- * created or truncated; max-size as --console file's, default 64M, 0: no cap). */
+/* --vport NAME:HOST, HOST one of stdout, stderr or file=PATH[,max-size=SIZE] (the guest's
+ * writes; the file opened now: created or truncated; max-size as --console file's, default 64M,
+ * 0: no cap), or stdin (the guest reads minivmm's stdin, its end of file included). */
 int vport_parse(const char *arg, struct vm_config *cfg, char *err, size_t errlen);
+/* Once every flag is seen: ports need a virtio console, stdin is read by one reader only. */
+int vport_check(const struct vm_config *cfg, bool virtio_console, char *err, size_t errlen);
 
 /* Close what vport_parse opened. */
 void vport_free_config(struct vm_config *cfg);

@@ -24,7 +24,7 @@ struct vport_host {
 	pthread_t in_thread;
 	bool input, in_running; /* input: the two eventfds are open */
 	int wake_fd;		/* eventfd: stop the input thread */
-	int room_fd; /* eventfd: the device took held input */
+	int room_fd;		/* eventfd: the device took held input */
 	/* Input to the device: how many bytes it kept (fewer: the rest after input_room). */
 	unsigned (*deliver)(struct vport_host *h, const uint8_t *buf, unsigned len);
 	/* The input's end of file (or a read error), once; the input thread. */
