@@ -44,6 +44,14 @@ static size_t sink_output(void *opaque, const uint8_t *buf, size_t len)
 	return n;
 }
 
+static unsigned input_rooms; /* port 1's input_room calls */
+
+static void input_room(void *opaque)
+{
+	cr_assert_eq(opaque, &sinks[1]);
+	input_rooms++;
+}
+
 static void signal_queue(struct virtio_dev *d, int q)
 {
 	(void)d;
@@ -72,9 +80,12 @@ static void start(unsigned nr_ports)
 	cr_assert_eq(event_loop_init(&loop), 0);
 	memset(avail_idx, 0, sizeof(avail_idx));
 	memset(signals, 0, sizeof(signals));
-	struct virtio_console_port ports[2] = {
-	    {.output = sink_output, .opaque = &sinks[0]},
-	    {.name = "stderr", .output = sink_output, .opaque = &sinks[1]}};
+	struct virtio_console_port ports[2] = {{.output = sink_output, .opaque = &sinks[0]},
+					       {.name = "stderr",
+						.output = sink_output,
+						.input_room = input_room,
+						.opaque = &sinks[1]}};
+	input_rooms = 0;
 	for (int i = 0; i < 2; i++) {
 		sinks[i].len = 0;
 		sinks[i].calls = 0;
@@ -541,6 +552,7 @@ Test(virtio_console_multiport, second_port_is_separate)
 	event_loop_run_once(&loop, 0);
 	cr_assert_eq(used_idx(4), 1);
 	cr_assert_eq(memcmp(ram + BUF + 0x50000, "in1", 3), 0);
+	cr_assert_eq(input_rooms, 1, "the host side was not told the guest took its input");
 }
 
 /* Bad ids, events the device sends, short messages: ignored (counted), the device goes on. */
