@@ -32,10 +32,10 @@
 /* How long the drivers may take to show their devices (they probe asynchronously). */
 #define DEVICE_WAIT_MS 10000
 
-/* The virtio-console ports minivmm creates, in this order (vmm/run/run.c). */
-#define PORT_STDOUT "/dev/vport0p1"
-#define PORT_STDERR "/dev/vport0p2"
-#define PORT_STDIN  "/dev/vport0p3"
+/* The virtio-console ports minivmm creates, found by name (vmm/run/run.c). */
+#define PORT_STDOUT "minivmm.stdout"
+#define PORT_STDERR "minivmm.stderr"
+#define PORT_STDIN  "minivmm.stdin"
 
 static int err_fd = -1;
 
@@ -60,10 +60,17 @@ static _Noreturn void die(const char *fmt, ...)
 		n = 0;
 	if ((size_t)n >= sizeof(msg))
 		n = sizeof(msg) - 1;
-	int fd = err_fd >= 0 ? err_fd : open("/dev/kmsg", O_WRONLY);
-	if (fd >= 0) {
-		dprintf(fd, "minivmm run: guest init: %.*s\n", n, msg);
-		fsync(fd);
+	/* The command's stderr once its port is open; before, the kernel's log at error level
+	 * (shown on the console even with "quiet": minivmm run --console file=PATH). */
+	if (err_fd >= 0) {
+		dprintf(err_fd, "minivmm run: guest init: %.*s\n", n, msg);
+	} else {
+		int fd = open("/dev/kmsg", O_WRONLY);
+		if (fd >= 0)
+			dprintf(fd, "<3>minivmm run: guest init: %.*s\n", n, msg);
+		fd = open("/dev/console", O_WRONLY | O_NOCTTY);
+		if (fd >= 0)
+			dprintf(fd, "minivmm run: guest init: %.*s\n", n, msg);
 	}
 	report(STATUS_FAILED);
 	for (;;)
@@ -151,17 +158,51 @@ static long long now_ms(void)
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* Devices appear as their drivers probe them, after the module loads return. */
-static int open_device(const char *path, int flags)
+/* A virtio-console port by its name (/sys/class/virtio-ports/vportNpM/name: the device's
+ * index N depends on the probe order). Ports appear, and get their names, as the driver handles
+ * the device's control messages, after the module load returned: wait for it, bounded. */
+static int open_port(const char *name, int flags)
 {
 	long long end = now_ms() + DEVICE_WAIT_MS;
 	for (;;) {
-		int fd = open(path, flags | O_CLOEXEC);
-		if (fd >= 0 || (errno != ENOENT && errno != ENXIO) || now_ms() > end)
-			return fd;
+		DIR *d = opendir("/sys/class/virtio-ports");
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			if (e->d_name[0] == '.')
+				continue;
+			char path[512], got[64];
+			snprintf(path, sizeof(path), "/sys/class/virtio-ports/%s/name", e->d_name);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				continue;
+			ssize_t n = read(fd, got, sizeof(got) - 1);
+			close(fd);
+			if (n <= 0)
+				continue;
+			got[n] = '\0';
+			got[strcspn(got, "\n")] = '\0';
+			if (strcmp(got, name))
+				continue;
+			snprintf(path, sizeof(path), "/dev/%s", e->d_name);
+			closedir(d);
+			return open(path, flags | O_CLOEXEC);
+		}
+		if (d)
+			closedir(d);
+		if (now_ms() > end) {
+			errno = ENOENT;
+			return -1;
+		}
 		struct timespec ms = {0, 1000000};
 		nanosleep(&ms, NULL);
 	}
+}
+
+/* path is dir or below it. */
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return path && !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
 }
 
 /* The root: the host's directory read-only, a tmpfs over it for whatever the command writes. */
@@ -170,9 +211,6 @@ static void build_root(void)
 	const char *tag = value("root");
 	if (!tag)
 		die("no root= in run.conf");
-	must_mount("proc", "/proc", "proc", 0, NULL);
-	must_mount("sys", "/sys", "sysfs", 0, NULL);
-	must_mount("dev", "/dev", "devtmpfs", 0, NULL);
 	/* The first virtio-fs mount may come before the device is probed: retry briefly. */
 	mkdirs("/lower");
 	long long end = now_ms() + DEVICE_WAIT_MS;
@@ -190,8 +228,13 @@ static void build_root(void)
 	must_mount("proc", "/newroot/proc", "proc", 0, NULL);
 	must_mount("sys", "/newroot/sys", "sysfs", 0, NULL);
 	must_mount("dev", "/newroot/dev", "devtmpfs", 0, NULL);
-	must_mount("tmp", "/newroot/tmp", "tmpfs", 0, "mode=1777");
-	must_mount("run", "/newroot/run", "tmpfs", 0, "mode=0755");
+	/* A clean /tmp and /run, unless the command's working directory is in them (it must stay
+	 * visible: the overlay makes it writable anyway). */
+	const char *cwd = value("cwd");
+	if (!under(cwd, "/tmp"))
+		must_mount("tmp", "/newroot/tmp", "tmpfs", 0, "mode=1777");
+	if (!under(cwd, "/run"))
+		must_mount("run", "/newroot/run", "tmpfs", 0, "mode=0755");
 	char *shares[64];
 	values("share", shares, 64);
 	for (int i = 0; shares[i]; i++) {
@@ -209,14 +252,19 @@ static void build_root(void)
 
 int main(void)
 {
+	/* /dev first: the kernel's log (die's only way out until the ports are open). */
+	mkdirs("/dev");
+	mount("dev", "/dev", "devtmpfs", 0, NULL);
+	must_mount("proc", "/proc", "proc", 0, NULL);
+	must_mount("sys", "/sys", "sysfs", 0, NULL);
 	read_config();
 	load_modules();
-	build_root();
-	int out = open_device(PORT_STDOUT, O_WRONLY);
-	err_fd = open_device(PORT_STDERR, O_WRONLY);
-	int in = open_device(PORT_STDIN, O_RDONLY);
+	err_fd = open_port(PORT_STDERR, O_WRONLY);
+	int out = open_port(PORT_STDOUT, O_WRONLY);
+	int in = open_port(PORT_STDIN, O_RDONLY);
 	if (out < 0 || err_fd < 0 || in < 0)
 		die("no virtio-console port for the command's streams: %s", strerror(errno));
+	build_root();
 	if (chdir("/newroot") < 0 || chroot(".") < 0)
 		die("chroot: %s", strerror(errno));
 	const char *cwd = value("cwd");

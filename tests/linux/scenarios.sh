@@ -499,11 +499,14 @@ run_cmd() {
 	local name=$1 limit=$2 rc=0
 	shift 2
 	LAST=$name
-	timeout -s KILL "$limit" minivmm run --kernel $L2_KERNEL "$@" </dev/null >"$W/$name.out" \
-		2>"$W/$name.err" || rc=$?
+	timeout -s KILL "$limit" minivmm run --kernel $L2_KERNEL --console file=$W/$name.kmsg "$@" \
+		</dev/null >"$W/$name.out" 2>"$W/$name.err" || rc=$?
 	echo $rc >"$W/$name.rc"
 }
-expect_run() { [ "$(status_of "$1")" = "$2" ] || fail "$1: minivmm run exit status $(status_of "$1"), expected $2: $(tail -3 "$W/$1.err")"; }
+expect_run() {
+	[ "$(status_of "$1")" = "$2" ] ||
+		fail "$1: minivmm run exit status $(status_of "$1"), expected $2: $(tail -3 "$W/$1.err"); the guest kernel's last lines: $(tail -n 15 "$W/$1.kmsg" 2>/dev/null)"
+}
 
 # minivmm run (issue 38): the test VM's own root (its initramfs) and the L2 kernel's modules
 # from its /lib/modules (build-images.sh), a command's streams apart and its status back, the
@@ -1286,7 +1289,7 @@ sc_probe_tcp_loss() {
 	[ ! -f $W/.failed ]
 }
 
-ALL_SCENARIOS="console console_virtio console_virtio_mmio vports reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies share balloon_pci balloon_mmio control probe probe_fs startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
+ALL_SCENARIOS="console console_virtio console_virtio_mmio vports reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies share run balloon_pci balloon_mmio control probe probe_fs startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
 
 # run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
 # VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.

@@ -38,7 +38,7 @@ struct run_share {
 };
 
 struct run_options {
-	const char *kernel, *modules, *root, *memory, *cpus, *console, *virtiofsd;
+	const char *kernel, *modules, *root, *memory, *cpus, *console, *virtiofsd, *append;
 	bool net_user, timing;
 	unsigned timeout_s;
 	struct run_share shares[RUN_MAX_SHARES];
@@ -121,6 +121,7 @@ enum {
 	R_CONSOLE,
 	R_VIRTIOFSD,
 	R_TIMING,
+	R_APPEND,
 	R_HELP
 };
 
@@ -139,6 +140,7 @@ static int parse(int argc, char **argv, struct run_options *o)
 	    {"console", required_argument, NULL, R_CONSOLE},
 	    {"virtiofsd", required_argument, NULL, R_VIRTIOFSD},
 	    {"timing", no_argument, NULL, R_TIMING},
+	    {"append", required_argument, NULL, R_APPEND},
 	    {"help", no_argument, NULL, R_HELP},
 	    {NULL, 0, NULL, 0},
 	};
@@ -194,6 +196,9 @@ static int parse(int argc, char **argv, struct run_options *o)
 			break;
 		case R_VIRTIOFSD:
 			o->virtiofsd = optarg;
+			break;
+		case R_APPEND:
+			o->append = optarg;
 			break;
 		case R_TIMING:
 			o->timing = true;
@@ -424,7 +429,10 @@ int run_main(int argc, char **argv, int64_t main_ns)
 	arg(&b, "%s", "--initrd");
 	arg(&b, "%s", initrd);
 	arg(&b, "%s", "--cmdline");
-	arg(&b, "%s", "console=ttyS0 quiet panic=-1 rdinit=/init");
+	char cmdline[PATH_MAX];
+	snprintf(cmdline, sizeof(cmdline), "console=ttyS0 quiet panic=-1 rdinit=/init%s%s",
+		 o.append ? " " : "", o.append ? o.append : "");
+	arg(&b, "%s", cmdline);
 	arg(&b, "%s", "--memory");
 	arg(&b, "%s", o.memory);
 	arg(&b, "%s", "--cpus");
