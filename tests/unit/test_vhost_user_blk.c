@@ -476,3 +476,300 @@ Test(disk_vhost_user, shares_memory_sandbox_and_no_snapshot)
 	cr_assert_not(needs.vhost_user);
 	cli_free_config(&cfg);
 }
+
+/* ---- Debian's qemu-storage-daemon (package qemu-system-common): the real back end ---- */
+
+static pid_t qsd_pid = -1;
+static char qsd_dir[64];
+
+static bool find_qsd(char *out, size_t len)
+{
+	const char *path = getenv("PATH");
+	char *dirs = strdup(path ? path : "");
+	bool found = false;
+	for (char *save, *d = strtok_r(dirs, ":", &save); d && !found;
+	     d = strtok_r(NULL, ":", &save)) {
+		snprintf(out, len, "%s/qemu-storage-daemon", d);
+		found = access(out, X_OK) == 0;
+	}
+	free(dirs);
+	if (!found && access("/usr/bin/qemu-storage-daemon", X_OK) == 0) {
+		snprintf(out, len, "/usr/bin/qemu-storage-daemon");
+		found = true;
+	}
+	return found;
+}
+
+static void qsd_fini(void)
+{
+	if (qsd_pid > 0) {
+		kill(qsd_pid, SIGKILL);
+		waitpid(qsd_pid, NULL, 0);
+		qsd_pid = -1;
+	}
+	if (qsd_dir[0]) {
+		char cmd[128];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", qsd_dir);
+		if (system(cmd) != 0)
+			cr_log_warn("could not remove %s", qsd_dir);
+		qsd_dir[0] = '\0';
+	}
+	teardown();
+}
+
+static const char *qsd_log(void)
+{
+	static char buf[2048];
+	char path[96];
+	snprintf(path, sizeof(path), "%s/log", qsd_dir);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = 0;
+	return buf;
+}
+
+/* qemu-storage-daemon exporting the image qsd_dir/img (size bytes) as vhost-user-blk with
+ * queues queues on qsd_dir/sock; a connection to it, handshake done. */
+static struct vhost_user *qsd_start(uint64_t size, unsigned queues, struct vhost_user_info *info)
+{
+	char bin[256];
+	if (!find_qsd(bin, sizeof(bin)))
+		cr_skip_test("no qemu-storage-daemon (Debian: apt-get install qemu-system-common)");
+	snprintf(qsd_dir, sizeof(qsd_dir), "/tmp/minivmm-qsd.XXXXXX");
+	cr_assert(mkdtemp(qsd_dir));
+	char img[96], sock[96], logpath[96], blockdev[192], export[256];
+	snprintf(img, sizeof(img), "%s/img", qsd_dir);
+	snprintf(sock, sizeof(sock), "%s/sock", qsd_dir);
+	snprintf(logpath, sizeof(logpath), "%s/log", qsd_dir);
+	int fd = open(img, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, (off_t)size), 0);
+	close(fd);
+	snprintf(blockdev, sizeof(blockdev), "driver=file,node-name=file0,filename=%s", img);
+	snprintf(export, sizeof(export),
+		 "type=vhost-user-blk,id=exp0,node-name=file0,addr.type=unix,addr.path=%s,"
+		 "writable=on,num-queues=%u",
+		 sock, queues);
+	pid_t parent = getpid();
+	qsd_pid = fork();
+	cr_assert_geq(qsd_pid, 0);
+	if (qsd_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* killed with the test, whatever ends it */
+		if (getppid() != parent)
+			_exit(126);
+		int log = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (log >= 0) {
+			dup2(log, 1);
+			dup2(log, 2);
+		}
+		execl(bin, bin, "--blockdev", blockdev, "--export", export, (char *)NULL);
+		_exit(127);
+	}
+	char why[256];
+	struct vhost_user *vu = vhost_user_connect(sock, 10000, why, sizeof(why));
+	cr_assert(vu, "%s; qemu-storage-daemon said: %s", why, qsd_log());
+	cr_assert_eq(vhost_user_handshake(vu, VHOST_USER_PROTOCOL_KNOWN, info), 0, "%s; it said %s",
+		     vhost_user_error(vu), qsd_log());
+	cr_log_info("qemu-storage-daemon: features 0x%llx, protocol features 0x%llx, %u queues",
+		    (unsigned long long)info->features, (unsigned long long)info->protocol_features,
+		    info->queues);
+	return vu;
+}
+
+/* The handshake and GET_CONFIG: the capacity is the image's size (an odd number of sectors),
+ * num-queues=2 gives MQ and 2 queues, the ring features and what a writable raw file has. */
+Test(vhost_user_blk, qemu_storage_daemon_config, .init = setup, .fini = qsd_fini)
+{
+	const uint64_t size = (3u << 20) + 7 * 512;
+	struct vhost_user_info info;
+	struct vhost_user *vu = qsd_start(size, 2, &info);
+	struct vhost_user_blk_backend be;
+	cr_assert_eq(vhost_user_blk_probe(vu, &info, &be, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(get_le64(be.config), size / 512, "capacity %llu sectors",
+		     (unsigned long long)get_le64(be.config));
+	cr_assert_eq(be.queues, 2);
+	cr_assert(be.features & B_MQ);
+	cr_assert(be.features & F_VERSION_1);
+	cr_assert(be.features & B_FLUSH);
+	cr_assert_not(be.features & B_RO, "exported writable");
+	cr_assert_not(be.features & (F_PROTOCOL | B_CONFIG_WCE));
+	vhost_user_close(vu);
+}
+
+/* ---- requests through qemu-storage-daemon, the test as the guest's driver ---- */
+
+#define QSIZE	   128
+#define DESC_GPA   0x10000u
+#define AVAIL_GPA  0x20000u
+#define USED_GPA   0x30000u
+#define HDR_GPA	   0x40000u
+#define STATUS_GPA 0x41000u
+#define DATA_GPA   0x100000u
+
+static int kick_fd[VIRTIO_MAX_QUEUES], call_fd[VIRTIO_MAX_QUEUES];
+
+static void t_signal_queue(struct virtio_dev *d, int q)
+{
+	(void)d;
+	(void)q;
+}
+
+static void t_signal_config(struct virtio_dev *d)
+{
+	(void)d;
+}
+
+static int t_queue_kick_fd(struct virtio_dev *d, int q, bool external)
+{
+	(void)d;
+	return external ? kick_fd[q] : -1;
+}
+
+static int t_queue_irqfd(struct virtio_dev *d, int q)
+{
+	(void)d;
+	return call_fd[q];
+}
+
+static const struct virtio_transport_ops t_transport = {.signal_queue = t_signal_queue,
+							.signal_config = t_signal_config,
+							.queue_kick_fd = t_queue_kick_fd,
+							.queue_irqfd = t_queue_irqfd};
+
+static uint8_t *gpa(uint64_t a)
+{
+	uint8_t *p = guest_mem_ptr(&mem, a, 1);
+	cr_assert(p);
+	return p;
+}
+
+static void put_desc(int i, uint64_t addr, uint32_t len, uint16_t flags, uint16_t next)
+{
+	uint8_t *d = gpa(DESC_GPA + 16u * (unsigned)i);
+	put_le64(d, addr);
+	put_le32(d + 8, len);
+	put_le16(d + 12, flags);
+	put_le16(d + 14, next);
+}
+
+/* One request on queue 0 (header, data of len bytes unless 0, status), made available and
+ * kicked; waits for the back end's interrupt and returns the request's status. */
+static uint8_t request(uint32_t type, uint64_t sector, uint32_t len, bool device_writes)
+{
+	static uint16_t avail;
+	if (avail == 0)
+		avail = get_le16(gpa(AVAIL_GPA + 2));
+	uint8_t *h = gpa(HDR_GPA);
+	put_le32(h, type);
+	put_le32(h + 4, 0);
+	put_le64(h + 8, sector);
+	*gpa(STATUS_GPA) = 0xee;
+	int n = 0;
+	put_desc(n++, HDR_GPA, 16, 1, 1);
+	if (len)
+		put_desc(n++, DATA_GPA, len, (uint16_t)(1 | (device_writes ? 2 : 0)), 2);
+	put_desc(n++, STATUS_GPA, 1, 2, 0);
+	if (!len)
+		put_desc(0, HDR_GPA, 16, 1, 1); /* header then status */
+	put_le16(gpa(AVAIL_GPA + 4 + 2u * (avail % QSIZE)), 0);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	put_le16(gpa(AVAIL_GPA + 2), ++avail);
+	uint64_t one = 1;
+	cr_assert_eq(write(kick_fd[0], &one, 8), 8);
+	/* Interrupts until the request is used (the back end also signals once when it is given
+	 * the eventfd). */
+	while (__atomic_load_n((uint16_t *)gpa(USED_GPA + 2), __ATOMIC_ACQUIRE) != avail) {
+		struct pollfd p = {.fd = call_fd[0], .events = POLLIN};
+		cr_assert_eq(poll(&p, 1, 10000), 1,
+			     "no interrupt from qemu-storage-daemon (used index %u, %u made "
+			     "available): %s",
+			     get_le16(gpa(USED_GPA + 2)), avail, qsd_log());
+		uint64_t v;
+		cr_assert_eq(read(call_fd[0], &v, 8), 8);
+	}
+	cr_assert_eq(get_le32(gpa(USED_GPA + 4 + 8u * ((avail - 1u) % QSIZE))), 0);
+	return *gpa(STATUS_GPA);
+}
+
+/* What a guest's driver does through minivmm's front end: the device brought to DRIVER_OK
+ * hands its queue to qemu-storage-daemon (memory table, ring, eventfds), which then reads and
+ * writes the image for requests written into shared guest memory, without the VMM; a reset
+ * takes the ring back (GET_VRING_BASE: the index reached); the back end killed afterwards marks
+ * the device as needing reset. */
+Test(vhost_user_blk, qemu_storage_daemon_serves_requests, .init = setup, .fini = qsd_fini)
+{
+	const uint64_t size = 1u << 20;
+	struct vhost_user_info info;
+	struct vhost_user *vu = qsd_start(size, 1, &info);
+	struct vhost_user_blk_backend be;
+	cr_assert_eq(vhost_user_blk_probe(vu, &info, &be, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(be.queues, 1);
+	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++) {
+		kick_fd[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		call_fd[q] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		cr_assert(kick_fd[q] >= 0 && call_fd[q] >= 0);
+	}
+	struct vhost_user_blk *b =
+	    vhost_user_blk_create(&dev, vu, &be, &mem, &loop, "virtio-blk0", err, sizeof(err));
+	cr_assert(b, "%s", err);
+	dev.transport = &t_transport;
+
+	/* A host-side pattern in the image for the guest to read. */
+	char img[96];
+	snprintf(img, sizeof(img), "%s/img", qsd_dir);
+	int fd = open(img, O_RDWR | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	uint8_t host[4096], back[4096];
+	for (unsigned i = 0; i < sizeof(host); i++)
+		host[i] = (uint8_t)(i * 13 + 5);
+	cr_assert_eq(pwrite(fd, host, sizeof(host), 8 * 512), (ssize_t)sizeof(host));
+
+	virtio_dev_set_status(&dev, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER);
+	virtio_dev_set_driver_features(&dev, 0, (uint32_t)(B_FLUSH & be.features));
+	virtio_dev_set_driver_features(&dev, 1, 1); /* VERSION_1 */
+	virtio_dev_set_status(&dev, 1 | 2 | VIRTIO_STATUS_FEATURES_OK);
+	struct virtqueue *vq = &dev.vqs[0];
+	vq->size = QSIZE;
+	vq->desc_gpa = DESC_GPA;
+	vq->avail_gpa = AVAIL_GPA;
+	vq->used_gpa = USED_GPA;
+	virtio_dev_queue_ready(&dev, 0, true);
+	virtio_dev_set_status(&dev, 1 | 2 | 8 | VIRTIO_STATUS_DRIVER_OK);
+	cr_assert_eq(dev.status & (VIRTIO_STATUS_DRIVER_OK | VIRTIO_STATUS_DEVICE_NEEDS_RESET),
+		     VIRTIO_STATUS_DRIVER_OK, "status 0x%x; qemu-storage-daemon said: %s",
+		     dev.status, qsd_log());
+
+	/* Read what the host wrote, write something else, flush; the image has it. */
+	cr_assert_eq(request(0 /* IN */, 8, 4096, true), 0);
+	cr_assert_eq(memcmp(gpa(DATA_GPA), host, 4096), 0, "the guest read other bytes");
+	for (unsigned i = 0; i < 4096; i++)
+		gpa(DATA_GPA)[i] = (uint8_t)(i * 7 + 3);
+	cr_assert_eq(request(1 /* OUT */, 100, 4096, false), 0);
+	cr_assert_eq(request(4 /* FLUSH */, 0, 0, false), 0);
+	cr_assert_eq(pread(fd, back, sizeof(back), 100 * 512), (ssize_t)sizeof(back));
+	cr_assert_eq(memcmp(back, gpa(DATA_GPA), 4096), 0, "the image does not hold the write");
+	/* Past the end: an I/O error, the back end goes on. */
+	cr_assert_eq(request(0, size / 512, 512, true), 1 /* IOERR */);
+	close(fd);
+	cr_assert_eq(dev.kicks, 0, "a kick reached the VMM");
+
+	/* A reset stops the ring: qemu-storage-daemon gives back the index it reached. */
+	virtio_dev_set_status(&dev, 0);
+	cr_assert_eq(virtio_dev_status(&dev), 0);
+	cr_assert_eq(waitpid(qsd_pid, NULL, WNOHANG), 0, "qemu-storage-daemon died: %s", qsd_log());
+
+	/* The back end killed: the socket hangs up on the event loop, the device needs reset. */
+	kill(qsd_pid, SIGKILL);
+	waitpid(qsd_pid, NULL, 0);
+	qsd_pid = -1;
+	for (int i = 0; i < 50 && !(dev.status & VIRTIO_STATUS_DEVICE_NEEDS_RESET); i++)
+		event_loop_run_once(&loop, 100);
+	cr_assert(dev.status & VIRTIO_STATUS_DEVICE_NEEDS_RESET, "status 0x%x", dev.status);
+	vhost_user_blk_destroy(b);
+	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++) {
+		close(kick_fd[q]);
+		close(call_fd[q]);
+	}
+}
