@@ -609,6 +609,7 @@ Test(vhost_user_blk, qemu_storage_daemon_config, .init = setup, .fini = qsd_fini
 #define DATA_GPA   0x100000u
 
 static int kick_fd[VIRTIO_MAX_QUEUES], call_fd[VIRTIO_MAX_QUEUES];
+static int kicks_taken_back[VIRTIO_MAX_QUEUES]; /* queue_kick_fd(q, false) calls */
 
 static void t_signal_queue(struct virtio_dev *d, int q)
 {
@@ -624,6 +625,8 @@ static void t_signal_config(struct virtio_dev *d)
 static int t_queue_kick_fd(struct virtio_dev *d, int q, bool external)
 {
 	(void)d;
+	if (!external)
+		kicks_taken_back[q]++;
 	return external ? kick_fd[q] : -1;
 }
 
@@ -758,6 +761,7 @@ Test(vhost_user_blk, qemu_storage_daemon_serves_requests, .init = setup, .fini =
 	/* A reset stops the ring: qemu-storage-daemon gives back the index it reached. */
 	virtio_dev_set_status(&dev, 0);
 	cr_assert_eq(virtio_dev_status(&dev), 0);
+	cr_assert_eq(kicks_taken_back[0], 1, "queue 0's kicks were not taken back");
 	cr_assert_eq(waitpid(qsd_pid, NULL, WNOHANG), 0, "qemu-storage-daemon died: %s", qsd_log());
 
 	/* The back end killed: the socket hangs up on the event loop, the device needs reset. */
