@@ -622,6 +622,24 @@ sc_probe() {
 	expect_status probe 0 && expect_out probe '^probe: PASS'
 }
 
+# The probe's virtio-blk test (test=blk: random reads, sequential reads and writes with a FLUSH,
+# every block checked) on a disk Debian's qemu-storage-daemon serves through minivmm's
+# vhost-user front end, on each transport.
+sc_probe_vublk() {
+	local t rc
+	for t in pci mmio; do
+		start_qsd
+		rc=0
+		timeout -s KILL 120 minivmm --kernel /probe/probe.elf --memory 256M \
+			--disk vhost-user=$W/vu.sock,transport=$t \
+			--cmdline "test=blk blk.expect=1 blk.bytes=16M blk.secs=1" \
+			>$W/probe_vublk_$t.out 2>$W/probe_vublk_$t.err || rc=$?
+		echo $rc >$W/probe_vublk_$t.rc
+		stop_qsd
+		expect_status probe_vublk_$t 0 && expect_out probe_vublk_$t '^probe: PASS' || return 1
+	done
+}
+
 # The probe's virtio-fs driver (test=fs) against Debian's virtiofsd through minivmm's vhost-user
 # front end, on each transport: a host file whose size is no multiple of the probe's reads, read
 # whole and its CRC-32 checked, the root's listing, a missing name refused with ENOENT.
@@ -1306,7 +1324,7 @@ sc_probe_tcp_loss() {
 	[ ! -f $W/.failed ]
 }
 
-ALL_SCENARIOS="console console_virtio console_virtio_mmio reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies share vublk_pci vublk_mmio vublk_backend_dies balloon_pci balloon_mmio control probe probe_fs startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
+ALL_SCENARIOS="console console_virtio console_virtio_mmio reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies share vublk_pci vublk_mmio vublk_backend_dies balloon_pci balloon_mmio control probe probe_fs probe_vublk startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
 
 # run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
 # VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.
