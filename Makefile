@@ -30,7 +30,7 @@ FW_UNIT_SRCS := firmware/net/tcp.c firmware/net/vnet_hdr.c firmware/drivers/fuse
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o) $(FW_UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
 .PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \
-	check-layers check-pipes clean fuzz fuzz-replay fuzz-coverage mutants examples seccomp-cost snapshot-cost
+	check-layers check-pipes clean fuzz fuzz-replay fuzz-coverage mutants examples seccomp-cost snapshot-cost share-cost
 all: $(BUILD)/minivmm firmware examples
 
 $(BUILD)/minivmm: $(VMM_OBJS)
@@ -69,6 +69,14 @@ $(BUILD)/obj/gen/run_init_blob.o: $(BUILD)/run-init
 seccomp-cost: $(BUILD)/tools/seccomp_cost
 	./$(BUILD)/tools/seccomp_cost $(RUNS)
 $(BUILD)/tools/seccomp_cost: $(BUILD)/obj/tools/seccomp_cost.o $(LIB_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# What --share (minivmm run's root) costs at start-up: virtiofsd started, handshake, stopped
+# (not part of `make test`; root and virtiofsd needed, no /dev/kvm).
+DIR ?= /
+share-cost: $(BUILD)/tools/share_cost
+	./$(BUILD)/tools/share_cost $(DIR) $(or $(RUNS),11)
+$(BUILD)/tools/share_cost: $(BUILD)/obj/tools/share_cost.o $(LIB_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # What saving guest RAM costs, skipping never-touched pages or reading them (not part of `make test`).

@@ -1,6 +1,8 @@
 #include "event_loop.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -180,6 +182,50 @@ void bottom_half_schedule(struct event_loop *loop, struct bottom_half *bh)
 	/* The loop thread runs pending bottom halves before sleeping; others must wake it. */
 	if (!queued && syscall(SYS_gettid) != loop->tid)
 		wake(loop);
+}
+
+/* A flush's round trip: heap-allocated, so one the caller stopped waiting for can still run. */
+struct flush {
+	struct bottom_half bh;
+	int fd;
+	_Atomic int refs; /* the caller's and the bottom half's */
+};
+
+static void flush_put(struct flush *f)
+{
+	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		close(f->fd);
+		free(f);
+	}
+}
+
+static void flush_reached(void *opaque)
+{
+	struct flush *f = opaque;
+	uint64_t one = 1;
+	if (write(f->fd, &one, sizeof(one)) < 0) {
+		/* an eventfd write fails only on overflow */
+	}
+	flush_put(f);
+}
+
+int event_loop_flush(struct event_loop *loop, int timeout_ms)
+{
+	struct flush *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -1;
+	f->fd = eventfd(0, EFD_CLOEXEC);
+	if (f->fd < 0) {
+		free(f);
+		return -1;
+	}
+	f->refs = 2;
+	bottom_half_init(&f->bh, flush_reached, f);
+	bottom_half_schedule(loop, &f->bh);
+	struct pollfd p = {.fd = f->fd, .events = POLLIN};
+	int rc = poll(&p, 1, timeout_ms) == 1 ? 0 : -1;
+	flush_put(f);
+	return rc;
 }
 
 /* Run the bottom halves queued now; ones they schedule run in the next pass, so a bottom half

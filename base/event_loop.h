@@ -135,6 +135,10 @@ void event_timer_destroy(struct event_loop *loop, struct event_timer *t);
  * the thread ends. Returns 0 or -1 (logged). */
 int event_loop_start(struct event_loop *loop, const cpu_set_t *cpus, int (*on_start)(void *),
 		     void *opaque);
+/* From another thread, with the loop running: wait (at most timeout_ms) until it has handled
+ * what was ready when this was called (the events of the pass that picks up this call's wake-up,
+ * then its bottom halves). 0, or -1 on timeout. */
+int event_loop_flush(struct event_loop *loop, int timeout_ms);
 /* Stop and join the thread. */
 void event_loop_stop(struct event_loop *loop);
 /* Run one iteration on the calling thread (unit tests); timeout_ms as for epoll_wait. */

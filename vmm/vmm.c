@@ -294,6 +294,11 @@ static void stop_guest(struct vm *vm, struct api_server *api, struct virtio_devi
 	vcpus_stop(vm);
 	if (vm->console)
 		console_stop_input(vm->console); /* it may feed a virtio console, destroyed next */
+	/* What the guest queued before it stopped (its last output, a `minivmm run` command's
+	 * last bytes before the exit port's status) is handled, not dropped: the kicks are ready
+	 * in the loop's next pass. Twice: one pass may not take every ready event. */
+	for (int i = 0; i < 2 && vm->loop.running && !vm->loop.start_failed; i++)
+		event_loop_flush(&vm->loop, 1000);
 	event_loop_stop(&vm->loop);
 	api_server_stop(api);
 	virtio_devices_report(virtio);

@@ -22,6 +22,9 @@ struct console_port {
 	uint32_t tx_skip; /* bytes of the transmit ring's head chain already output */
 	bool ready;	  /* the guest sent PORT_READY */
 	bool guest_open;  /* the guest has the port open (PORT_OPEN): input is delivered */
+	/* The host's input ended (virtio_console_host_close, under in_lock): once what it gave
+	 * is delivered the guest is told (PORT_OPEN 0, close_sent) and reads end of file. */
+	bool host_closed, close_sent;
 	/* Host input waiting for receive buffers; guarded by in_lock (any thread adds). */
 	uint8_t in[VIRTIO_CONSOLE_INPUT_BYTES];
 	unsigned in_len;
@@ -36,7 +39,8 @@ struct virtio_console {
 	struct virtq_elem *elem;
 	struct bottom_half work; /* serve every queue: input, room in an output, a long pass */
 	/* Control messages to the guest, in order (MULTIPORT). Each is sent once per reset (the
-	 * guest's DEVICE_READY and PORT_READY are answered once), so they always fit. */
+	 * guest's DEVICE_READY and PORT_READY are answered once, a host close told once), so
+	 * they always fit. */
 	struct virtio_console_control ctrl[VIRTIO_CONSOLE_CTRL_MAX];
 	unsigned nr_ctrl;
 	bool device_ready;
@@ -145,18 +149,32 @@ static size_t fill_chain(struct virtq_elem *elem, const uint8_t *buf, size_t len
 	return done;
 }
 
-/* Host input for port p into the guest's receive buffers, while both last. */
+static void queue_ctrl(struct virtio_console *c, uint32_t id, uint16_t event, uint16_t value);
+static void process_ctrl_rx(struct virtio_console *c);
+
+/* The host's input on port p ended and all of it is in the guest's buffers: PORT_OPEN 0, once
+ * per reset and after PORT_READY's PORT_OPEN 1 (Linux then reads end of file once its buffers
+ * are empty). in_lock held. */
+static bool host_close_due(struct virtio_console *c, unsigned p)
+{
+	struct console_port *port = &c->ports[p];
+	if (!c->multiport || !port->host_closed || port->close_sent || port->in_len || !port->ready)
+		return false;
+	port->close_sent = true;
+	return true;
+}
+
+/* Host input for port p into the guest's receive buffers, while both last; then the end of
+ * the host's input, if it came. */
 static void process_rx(struct virtio_console *c, unsigned p)
 {
 	struct virtio_dev *dev = c->dev;
 	struct console_port *port = &c->ports[p];
 	int q = rx_queue(p);
-	/* Linux drops what arrives on a port no process has open (the console is always). */
-	if (c->multiport && !port->guest_open)
-		return;
 	bool pushed = false;
 	pthread_mutex_lock(&c->in_lock);
-	while (port->in_len) {
+	/* Linux drops what arrives on a port no process has open (the console is always). */
+	while (port->in_len && (!c->multiport || port->guest_open)) {
 		if (pop(c, q, true) <= 0)
 			break;
 		size_t n = fill_chain(c->elem, port->in, port->in_len);
@@ -166,9 +184,19 @@ static void process_rx(struct virtio_console *c, unsigned p)
 		virtqueue_push(&dev->vqs[q], c->elem->head, (uint32_t)n);
 		pushed = true;
 	}
+	bool close = host_close_due(c, p);
 	pthread_mutex_unlock(&c->in_lock);
-	if (pushed)
+	if (pushed) {
 		virtio_dev_notify_used(dev, q);
+		if (port->host.input_room)
+			port->host.input_room(port->host.opaque);
+	}
+	if (close) {
+		/* After the data: Linux looks at its receive ring before at host_connected. */
+		queue_ctrl(c, p, VIRTIO_CONSOLE_PORT_OPEN, 0);
+		if (usable(dev, CTRL_RX))
+			process_ctrl_rx(c);
+	}
 }
 
 static void queue_ctrl(struct virtio_console *c, uint32_t id, uint16_t event, uint16_t value)
@@ -352,6 +380,7 @@ static void reset(struct virtio_dev *dev)
 		c->ports[p].tx_skip = 0;
 		c->ports[p].ready = false;
 		c->ports[p].guest_open = false;
+		c->ports[p].close_sent = false; /* told again once the port is ready again */
 	}
 	c->nr_ctrl = 0;
 	c->device_ready = false;
@@ -440,6 +469,10 @@ unsigned virtio_console_input(struct virtio_console *c, unsigned port, const uin
 		return 0;
 	struct console_port *p = &c->ports[port];
 	pthread_mutex_lock(&c->in_lock);
+	if (p->host_closed) {
+		pthread_mutex_unlock(&c->in_lock);
+		return len; /* after the end: nowhere to go */
+	}
 	unsigned room = VIRTIO_CONSOLE_INPUT_BYTES - p->in_len;
 	unsigned n = len < room ? len : room;
 	memcpy(p->in + p->in_len, buf, n);
@@ -448,6 +481,16 @@ unsigned virtio_console_input(struct virtio_console *c, unsigned port, const uin
 	if (n)
 		bottom_half_schedule(c->dev->loop, &c->work);
 	return n;
+}
+
+void virtio_console_host_close(struct virtio_console *c, unsigned port)
+{
+	if (port == 0 || port >= c->nr_ports)
+		return; /* the console (hvc0) has no end of input */
+	pthread_mutex_lock(&c->in_lock);
+	c->ports[port].host_closed = true;
+	pthread_mutex_unlock(&c->in_lock);
+	bottom_half_schedule(c->dev->loop, &c->work);
 }
 
 void virtio_console_resume(struct virtio_console *c)
@@ -510,7 +553,10 @@ static bool valid_state(const struct virtio_console *c, const struct virtio_cons
 			    m->event == VIRTIO_CONSOLE_CONSOLE_PORT ||
 			    m->event == VIRTIO_CONSOLE_PORT_NAME ||
 			    m->event == VIRTIO_CONSOLE_PORT_OPEN;
-		if (!ours || m->id >= c->nr_ports || m->value != 1) {
+		/* PORT_OPEN 0: the host's input on that port ended. */
+		bool value_ok = m->value == 1 || (m->event == VIRTIO_CONSOLE_PORT_OPEN &&
+						  m->value == 0 && m->id != 0);
+		if (!ours || m->id >= c->nr_ports || !value_ok) {
 			snprintf(err, errlen, "the saved console's control message %u is invalid",
 				 i);
 			return false;

@@ -47,6 +47,9 @@ struct virtio_console_port {
 	 * with the device lock held: must not block. Fewer than len: the port's output waits
 	 * (the guest's buffer stays unused) until virtio_console_output_room. NULL: discarded. */
 	size_t (*output)(void *opaque, const uint8_t *buf, size_t len);
+	/* The guest took some of the input held for the port: virtio_console_input keeps more
+	 * now. I/O thread, with the device lock held: must not block. NULL: not told. */
+	void (*input_room)(void *opaque);
 	void *opaque;
 };
 
@@ -66,6 +69,12 @@ void virtio_console_output_room(struct virtio_console *c);
  * than len: try the rest later). Any thread. */
 unsigned virtio_console_input(struct virtio_console *c, unsigned port, const uint8_t *buf,
 			      unsigned len);
+
+/* The host's input on port (not 0, the console) has ended: once what was given is delivered,
+ * the guest is told the host closed its end (PORT_OPEN 0; Linux's read() returns end of file,
+ * and its write() waits for the host end to come back: a port whose input ends should have no
+ * output). Later input is dropped. Any thread. */
+void virtio_console_host_close(struct virtio_console *c, unsigned port);
 
 struct virtio_console_stats {
 	uint64_t tx_bytes, rx_bytes;

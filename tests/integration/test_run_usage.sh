@@ -36,6 +36,7 @@ run_usage bad-share "run: --share .*expected HOSTDIR:GUESTDIR" run --kernel "$K"
 run_usage bad-timeout "run: --timeout 'soon'" run --kernel "$K" --timeout soon -- true
 run_usage bad-option "run: unknown option '--frobnicate'" run --kernel "$K" --frobnicate -- true
 run_usage bad-root "run: --root '/nonexistent'" run --kernel "$K" --root /nonexistent -- true
+run_usage console-stdio "run: --console .stdio.: none or file=PATH" run --kernel "$K" --console stdio -- true
 "$MINIVMM" run --help >"$TEST_TMP/help" || fail "run --help failed"
 for flag in --kernel --modules --root --share --memory --cpus --net --timeout --console; do
 	grep -q -- "$flag" "$TEST_TMP/help" || fail "run --help does not mention $flag"

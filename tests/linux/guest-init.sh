@@ -106,6 +106,34 @@ console_virtio)
 	say "SHELL READY"
 	exec setsid sh -c 'exec sh -i </dev/hvc0 >/dev/hvc0 2>&1'
 	;;
+vports)
+	# --vport: the named ports, found by name; each one's bytes for the host to compare (out
+	# closed and opened again between two writes), 1 MiB through big, and in read to its end.
+	port() {
+		for d in /sys/class/virtio-ports/*; do
+			[ "$(cat "$d/name" 2>/dev/null)" = "$1" ] && echo "/dev/${d##*/}"
+		done
+	}
+	i=0
+	while { [ -z "$(port in)" ] || [ -z "$(port big)" ] || [ ! -c "$(port big)" ]; } && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	out=$(port out) err=$(port err) big=$(port big) in=$(port in)
+	[ -c "$out" ] && [ -c "$err" ] && [ -c "$big" ] && [ -c "$in" ] ||
+		fail "named ports: $(cat /sys/class/virtio-ports/*/name | tr '\n' ' ')"
+	say "ports out=$out err=$err big=$big in=$in"
+	printf 'OUT-1\n' >"$out"
+	printf 'ERR-1\n' >"$err"
+	printf 'OUT-2\n' >"$out"
+	head -c 1048576 /dev/urandom >/tmp/big
+	say "big_sum=$(sha256sum </tmp/big | cut -d' ' -f1)"
+	cat /tmp/big >"$big" || say "FAIL writing 1 MiB to $big"
+	cat "$in" >/tmp/in || say "FAIL reading $in"
+	say "in_len=$(wc -c </tmp/in) in_sum=$(sha256sum </tmp/in | cut -d' ' -f1)"
+	cat "$in" >/tmp/in2 && say "in_again=$(wc -c </tmp/in2)"
+	poweroff -f
+	;;
 reboot) sync; reboot -f ;;
 poweroff) poweroff -f ;;
 panic) echo c >/proc/sysrq-trigger ;;

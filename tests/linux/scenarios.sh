@@ -157,6 +157,36 @@ console_virtio_run() {
 		fail "$name: the 1 MiB through hvc0 has checksum $got on the host, $want in the guest"
 }
 
+# --vport: four named ports of the virtio console, found by name in the guest; out (written,
+# closed, opened and written again) reaches minivmm's stdout and err its file, each exactly its
+# own bytes; 1 MiB through big arrives whole (the guest's checksum); in reads minivmm's stdin to
+# its end of file (and at once again: the host end stays closed), and the guest powers off.
+sc_vports() {
+	local n=vports rc=0
+	LAST=$n
+	head -c 300001 /dev/urandom >"$W/in.bin"
+	timeout -s KILL 240 minivmm --kernel $L2_KERNEL --initrd $L2_INITRD \
+		--console "virtio,file=$W/$n.out" --vport out:stdout --vport "err:file=$W/err.bin" \
+		--vport "big:file=$W/big.bin" --vport in:stdin \
+		--cmdline "$L2_CMDLINE l2=$n" <"$W/in.bin" >"$W/out.bin" 2>"$W/$n.err" || rc=$?
+	echo $rc >"$W/$n.rc"
+	expect_status $n 0 && expect_no_fail $n && expect_out $n 'L2: ports out=/dev/vport' || return 1
+	[ "$(cat "$W/out.bin")" = "$(printf 'OUT-1\nOUT-2')" ] && [ "$(wc -c <"$W/out.bin")" = 12 ] ||
+		fail "$n: stdout (port out) holds '$(head -c 200 "$W/out.bin" | od -c | head -n 3)'"
+	[ "$(cat "$W/err.bin")" = ERR-1 ] && [ "$(wc -c <"$W/err.bin")" = 6 ] ||
+		fail "$n: err.bin (port err) holds '$(head -c 200 "$W/err.bin" | od -c | head -n 3)'"
+	local len sum
+	len=$(wc -c <"$W/big.bin")
+	sum=$(sha256sum <"$W/big.bin" | cut -d' ' -f1)
+	[ "$len" = 1048576 ] || fail "$n: the host got $len of the 1048576 bytes written to big"
+	[ "$sum" = "$(l2_value $n big_sum)" ] ||
+		fail "$n: big's 1 MiB has checksum $sum on the host, $(l2_value $n big_sum) in the guest"
+	[ "$(l2_value $n in_len)" = 300001 ] &&
+		[ "$(l2_value $n in_sum)" = "$(sha256sum <"$W/in.bin" | cut -d' ' -f1)" ] ||
+		fail "$n: the guest read $(l2_value $n in_len) bytes of stdin (300001), checksum $(l2_value $n in_sum)"
+	[ "$(l2_value $n in_again)" = 0 ] || fail "$n: in read again gave $(l2_value $n in_again) bytes, not its end"
+}
+
 sc_console_virtio() { console_virtio_run console_virtio pci; }
 sc_console_virtio_mmio() { console_virtio_run console_virtio_mmio mmio; }
 
@@ -456,6 +486,11 @@ sc_share() {
 	exec 7>&-
 	local i=0
 	while pidof virtiofsd >/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	left_running || return 1
+	# A virtiofsd that cannot serve: status 2, a line that says so, nothing left.
+	l2 share_bad 60 --share $W/share --virtiofsd /bin/false
+	expect_status share_bad 2 || return 1
+	grep -q 'virtiofsd' $W/share_bad.err || fail "share: no line about virtiofsd: $(cat $W/share_bad.err)"
 	left_running
 }
 
@@ -1324,7 +1359,7 @@ sc_probe_tcp_loss() {
 	[ ! -f $W/.failed ]
 }
 
-ALL_SCENARIOS="console console_virtio console_virtio_mmio reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies share vublk_pci vublk_mmio vublk_backend_dies balloon_pci balloon_mmio control probe probe_fs probe_vublk startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
+ALL_SCENARIOS="console console_virtio console_virtio_mmio vports reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies share vublk_pci vublk_mmio vublk_backend_dies balloon_pci balloon_mmio control probe probe_fs probe_vublk startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
 
 # run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
 # VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.

@@ -403,3 +403,32 @@ Test(cli_parse, no_state_left_from_previous_call)
 	cr_assert_str_eq(cfg.kernel_path, "k");
 	cli_free_config(&cfg);
 }
+
+/* --share DIR,...: a first option without '=' is the directory (a path may be longer than a key
+ * and hold characters a key may not); path=DIR says the same; a first option with '=' is not
+ * taken for one. */
+Test(cli_parse, share_takes_its_directory_first)
+{
+	if (geteuid() != 0)
+		cr_skip_test("--share needs root");
+	struct vm_config cfg;
+	char dir[] = "/tmp/minivmm-cli-share-a-directory-name-longer-than-a-key-XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	char spec[160];
+	snprintf(spec, sizeof(spec), "%s,tag=t1,readonly", dir);
+	char *argv[] = {"minivmm", "--kernel", "k", "--share", spec};
+	cr_assert_eq(parse(&cfg, 5, argv), CLI_RUN, "%s", err);
+	cr_assert_eq(cfg.nr_devices, 1);
+	cr_assert_str_eq(cfg.devices[0].kind->flag, "share");
+	cr_assert(cfg.devices[0].kind->shares_memory);
+	snprintf(spec, sizeof(spec), "path=%s", dir);
+	char *argv2[] = {"minivmm", "--kernel", "k", "--share", spec};
+	cr_assert_eq(parse(&cfg, 5, argv2), CLI_RUN, "%s", err);
+	char *argv3[] = {"minivmm", "--kernel", "k", "--share", "tag=t1"};
+	cr_assert_eq(parse(&cfg, 5, argv3), CLI_ERROR);
+	cr_assert(strstr(err, "path=DIR is required"), "%s", err);
+	char *argv4[] = {"minivmm", "--kernel", "k", "--share", "/nonexistent-share,tag=x"};
+	cr_assert_eq(parse(&cfg, 5, argv4), CLI_ERROR);
+	cr_assert(strstr(err, "'/nonexistent-share': No such file or directory"), "%s", err);
+	rmdir(dir);
+}

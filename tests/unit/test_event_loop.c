@@ -304,3 +304,59 @@ Test(event_loop, two_threads_changing_a_watch_lose_no_change)
 	event_watch_destroy(&w);
 	close(fd);
 }
+
+/* ---- event_loop_flush: what was ready when it was called is handled before it returns ---- */
+
+static int gate[2];	    /* the loop thread waits in a bottom half until the test writes it */
+static int at_gate[2];	    /* ... after saying it is there */
+static _Atomic int handled; /* the watched eventfd's handler ran */
+
+static void wait_at_gate(void *o)
+{
+	(void)o;
+	char c;
+	cr_assert_eq(write(at_gate[1], "x", 1), 1);
+	cr_assert_eq(read(gate[0], &c, 1), 1);
+}
+
+static void count_event(void *o, uint32_t events)
+{
+	(void)events;
+	uint64_t v;
+	if (read(*(int *)o, &v, sizeof(v)) == sizeof(v))
+		handled++;
+}
+
+Test(event_loop, flush_returns_once_what_was_ready_is_handled)
+{
+	cr_assert_eq(pipe(gate), 0);
+	cr_assert_eq(pipe(at_gate), 0);
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	struct event_source src;
+	cr_assert_eq(event_loop_add_fd(&loop, &src, efd, EPOLLIN, count_event, &efd), 0);
+	cr_assert_eq(event_loop_start(&loop, NULL, NULL, NULL), 0);
+	struct bottom_half hold;
+	bottom_half_init(&hold, wait_at_gate, NULL);
+	bottom_half_schedule(&loop, &hold);
+	char c;
+	cr_assert_eq(read(at_gate[0], &c, 1), 1); /* the loop is held from here */
+	uint64_t one = 1;
+	cr_assert_eq(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	/* The loop is held: a flush cannot have been reached, however long it is given. */
+	cr_assert_eq(event_loop_flush(&loop, 100), -1, "flush returned while the loop was held");
+	cr_assert_eq(handled, 0);
+	cr_assert_eq(write(gate[1], "x", 1), 1);
+	cr_assert_eq(event_loop_flush(&loop, 5000), 0);
+	cr_assert_eq(handled, 1, "the event ready before the flush was not handled by its end");
+	/* A second event, then a flush: handled too (the timed-out flush's bottom half is gone). */
+	cr_assert_eq(write(efd, &one, sizeof(one)), (ssize_t)sizeof(one));
+	cr_assert_eq(event_loop_flush(&loop, 5000), 0);
+	cr_assert_eq(handled, 2);
+	event_loop_stop(&loop);
+	event_loop_del_fd(&loop, &src);
+	close(efd);
+	close(gate[0]);
+	close(gate[1]);
+	close(at_gate[0]);
+	close(at_gate[1]);
+}

@@ -7,7 +7,10 @@
  *   creating a file), no sendmsg (no descriptor passed out), only libslirp's socket options;
  * - madvise: the advice minivmm and glibc use, never MADV_HWPOISON and the like;
  * - no executable memory, in any role;
- * - a blk worker's fallocate: the device's two modes only, never one that grows the file. */
+ * - a blk worker's fallocate: the device's two modes only, never one that grows the file;
+ * - with a vhost-user back end: sendmsg and recvmsg on the vCPU threads, only on the back ends'
+ *   descriptors (SECCOMP_VHOST_USER_FD_BASE...) and only with the client's flags; MADV_REMOVE
+ *   on the I/O thread (the balloon on shared RAM). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +21,7 @@
 #include <linux/vm_sockets.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,10 +59,13 @@ static void (*prepare)(void);
 
 /* body() in a child under the process filter and role's, everything configured; returns the
  * wait status, and what the child wrote on stderr in out. */
+static const struct seccomp_policy everything_policy = {.needs = everything};
+/* The policy the child runs under: everything above unless a test says otherwise. */
+static const struct seccomp_policy *policy = &everything_policy;
+
 static int run_filtered(void (*body)(void), char *out, size_t outlen)
 {
-	static const struct seccomp_policy policy = {.needs = everything};
-	return seccomp_child_run(&policy, role, prepare, body, out, outlen);
+	return seccomp_child_run(policy, role, prepare, body, out, outlen);
 }
 
 static void skip_under_sanitizers(void)
@@ -553,4 +560,164 @@ Test(seccomp_args, blk_worker_fallocates_within_the_image_only)
 	cr_assert_eq(stat(disk_path, &st), 0);
 	unlink(disk_path);
 	cr_assert_eq(st.st_size, 1 << 20);
+}
+
+/* --- a vhost-user back end's socket --- */
+
+static const struct seccomp_policy vhost_user_policy = {
+    .needs = {.user_net = true, .control_socket = true, .vhost_user = true}};
+
+#define VU_FD SECCOMP_VHOST_USER_FD_BASE
+/* Copies of one end of a socketpair: on the first and last of the back ends' descriptors,
+ * and on the ones just outside (999, 1008) or that differ in one bit the mask must keep
+ * (1016, 992); peer_fd is the other end. */
+static const int vu_copies[] = {VU_FD,	    VU_FD + SECCOMP_VHOST_USER_FDS - 1,
+				VU_FD - 1,  VU_FD + SECCOMP_VHOST_USER_FDS,
+				VU_FD + 16, VU_FD - 8};
+static int peer_fd = -1, low_fd = -1;
+/* What the trapped bodies try (send_fd -1: the socketpair's own low descriptor). */
+static int send_fd, send_flags, recv_fd, recv_flags;
+static uint8_t *shared_page;
+
+static void vhost_user_sockets(void)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		_exit(20);
+	for (size_t i = 0; i < sizeof(vu_copies) / sizeof(vu_copies[0]); i++)
+		if (dup3(sv[0], vu_copies[i], O_CLOEXEC) != vu_copies[i])
+			_exit(21);
+	low_fd = sv[0];
+	peer_fd = sv[1];
+	/* a reply waiting to be read */
+	if (write(peer_fd, "replies", 7) != 7)
+		_exit(22);
+	int memfd = memfd_create("seccomp-args", MFD_CLOEXEC);
+	if (memfd < 0 || ftruncate(memfd, 4096))
+		_exit(23);
+	shared_page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	if (shared_page == MAP_FAILED)
+		_exit(24);
+}
+
+/* What devices/backends/vhost_user.c sends: a message with a descriptor attached. */
+static ssize_t send_one(int fd, int flags)
+{
+	char byte = 'm', ctrl[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {&byte, 1};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &peer_fd, sizeof(int));
+	return sendmsg(fd, &mh, flags);
+}
+
+static ssize_t recv_one(int fd, int flags)
+{
+	char byte, ctrl[CMSG_SPACE(sizeof(int) * 8)];
+	struct iovec iov = {&byte, 1};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+	return recvmsg(fd, &mh, flags);
+}
+
+/* What the client does on a vCPU thread: send, wait for the reply, read it. */
+static void vhost_user_messages_work(void)
+{
+	if (send_one(VU_FD, MSG_NOSIGNAL | MSG_DONTWAIT) != 1)
+		_exit(10);
+	if (send_one(VU_FD + SECCOMP_VHOST_USER_FDS - 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1)
+		_exit(11);
+	struct pollfd p = {.fd = VU_FD, .events = POLLIN};
+	if (poll(&p, 1, 1000) != 1)
+		_exit(12);
+	struct timespec ts = {0};
+	if (ppoll(&p, 1, &ts, NULL) != 1)
+		_exit(13);
+	if (recv_one(VU_FD, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != 1)
+		_exit(14);
+}
+
+static void send_elsewhere(void)
+{
+	send_one(send_fd < 0 ? low_fd : send_fd, send_flags);
+	_exit(9);
+}
+
+static void recv_elsewhere(void)
+{
+	recv_one(recv_fd, recv_flags);
+	_exit(9);
+}
+
+static void remove_works(void)
+{
+	shared_page[0] = 1;
+	if (madvise(shared_page, 4096, MADV_REMOVE) || shared_page[0])
+		_exit(10);
+}
+
+static void remove_shared(void)
+{
+	madvise(shared_page, 4096, MADV_REMOVE);
+	_exit(9);
+}
+
+static void expect_send_trap(int fd, int flags, const char *what)
+{
+	send_fd = fd;
+	send_flags = flags;
+	expect_trap(send_elsewhere, SYS_sendmsg, what);
+}
+
+static void expect_recv_trap(int fd, int flags, const char *what)
+{
+	recv_fd = fd;
+	recv_flags = flags;
+	expect_trap(recv_elsewhere, SYS_recvmsg, what);
+}
+
+Test(seccomp_args, vcpu_talks_to_a_vhost_user_backend_on_its_descriptors_only)
+{
+	skip_under_sanitizers();
+	policy = &vhost_user_policy;
+	prepare = vhost_user_sockets;
+	role = SECCOMP_VCPU;
+	expect_pass(vhost_user_messages_work, "sendmsg, poll, recvmsg on the back end's socket");
+	const int ok = MSG_NOSIGNAL | MSG_DONTWAIT;
+	expect_send_trap(VU_FD - 1, ok, "sendmsg on 999");
+	expect_send_trap(VU_FD + SECCOMP_VHOST_USER_FDS, ok, "sendmsg on 1008");
+	expect_send_trap(VU_FD + 16, ok, "sendmsg on 1016");
+	expect_send_trap(VU_FD - 8, ok, "sendmsg on 992");
+	expect_send_trap(-1, ok, "sendmsg on the socketpair's low descriptor");
+	expect_send_trap(VU_FD, MSG_NOSIGNAL, "sendmsg that may block");
+	expect_send_trap(VU_FD, ok | MSG_MORE, "sendmsg with another flag");
+	expect_recv_trap(VU_FD - 1, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, "recvmsg on 999");
+	expect_recv_trap(VU_FD, MSG_DONTWAIT, "recvmsg whose descriptors survive exec");
+	expect_trap(remove_shared, SYS_madvise, "MADV_REMOVE on a vCPU thread");
+}
+
+/* Only a vCPU thread talks to the back end; the I/O thread frees shared RAM's pages. */
+Test(seccomp_args, io_thread_sends_no_vhost_user_message_but_removes_pages)
+{
+	skip_under_sanitizers();
+	policy = &vhost_user_policy;
+	prepare = vhost_user_sockets;
+	role = SECCOMP_IO;
+	expect_pass(remove_works, "MADV_REMOVE on shared RAM");
+	expect_send_trap(VU_FD, MSG_NOSIGNAL | MSG_DONTWAIT, "sendmsg on the I/O thread");
+}
+
+/* Without a vhost-user device none of it is allowed. */
+Test(seccomp_args, no_vhost_user_messages_without_a_backend)
+{
+	skip_under_sanitizers();
+	prepare = vhost_user_sockets;
+	role = SECCOMP_VCPU;
+	expect_send_trap(VU_FD, MSG_NOSIGNAL | MSG_DONTWAIT, "sendmsg without vhost-user");
+	role = SECCOMP_IO;
+	expect_trap(remove_shared, SYS_madvise, "MADV_REMOVE without vhost-user");
 }

@@ -44,6 +44,14 @@ static size_t sink_output(void *opaque, const uint8_t *buf, size_t len)
 	return n;
 }
 
+static unsigned input_rooms; /* port 1's input_room calls */
+
+static void input_room(void *opaque)
+{
+	cr_assert_eq(opaque, &sinks[1]);
+	input_rooms++;
+}
+
 static void signal_queue(struct virtio_dev *d, int q)
 {
 	(void)d;
@@ -72,9 +80,12 @@ static void start(unsigned nr_ports)
 	cr_assert_eq(event_loop_init(&loop), 0);
 	memset(avail_idx, 0, sizeof(avail_idx));
 	memset(signals, 0, sizeof(signals));
-	struct virtio_console_port ports[2] = {
-	    {.output = sink_output, .opaque = &sinks[0]},
-	    {.name = "stderr", .output = sink_output, .opaque = &sinks[1]}};
+	struct virtio_console_port ports[2] = {{.output = sink_output, .opaque = &sinks[0]},
+					       {.name = "stderr",
+						.output = sink_output,
+						.input_room = input_room,
+						.opaque = &sinks[1]}};
+	input_rooms = 0;
 	for (int i = 0; i < 2; i++) {
 		sinks[i].len = 0;
 		sinks[i].calls = 0;
@@ -541,6 +552,7 @@ Test(virtio_console_multiport, second_port_is_separate)
 	event_loop_run_once(&loop, 0);
 	cr_assert_eq(used_idx(4), 1);
 	cr_assert_eq(memcmp(ram + BUF + 0x50000, "in1", 3), 0);
+	cr_assert_eq(input_rooms, 1, "the host side was not told the guest took its input");
 }
 
 /* Bad ids, events the device sends, short messages: ignored (counted), the device goes on. */
@@ -602,4 +614,56 @@ Test(virtio_console_multiport, state_keeps_pending_messages)
 	cr_assert_eq(virtio_console_restore(con, &st, err, sizeof(err)), 0, "%s", err);
 	give_ctrl_buffers(0, 4);
 	expect_msg(1, 1, VIRTIO_CONSOLE_DEVICE_ADD, 1);
+}
+
+/* The end of the host's input on port 1: PORT_OPEN 0 only once what came before is in the
+ * guest's buffers (Linux reads its ring before host_connected), once; later input goes
+ * nowhere; port 0 (hvc0) has no end. */
+Test(virtio_console_multiport, host_close_follows_the_input)
+{
+	bring_up();
+	guest_ctrl(1, VIRTIO_CONSOLE_PORT_OPEN, 1, 8);
+	cr_assert_eq(virtio_console_input(con, 1, (const uint8_t *)"last", 4), 4);
+	virtio_console_host_close(con, 1);
+	virtio_console_host_close(con, 0);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(used_idx(2), 6, "told before the input was delivered");
+	one(4, 0, BUF + 0x50000, 16, true);
+	virtio_dev_queue_notify(&dev, 4);
+	cr_assert_eq(used_idx(4), 1);
+	cr_assert_eq(memcmp(ram + BUF + 0x50000, "last", 4), 0);
+	cr_assert_eq(used_idx(2), 7);
+	expect_msg(6, 1, VIRTIO_CONSOLE_PORT_OPEN, 0);
+	cr_assert_eq(virtio_console_input(con, 1, (const uint8_t *)"more", 4), 4);
+	one(4, 1, BUF + 0x50100, 16, true);
+	virtio_dev_queue_notify(&dev, 4);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(used_idx(4), 1, "input after the end was delivered");
+	cr_assert_eq(used_idx(2), 7, "the end was told twice");
+	cr_assert_not(dev.broken);
+}
+
+/* A close before the port is ready waits for PORT_READY's PORT_OPEN 1, then follows it; a
+ * saved close is a valid state, on port 0 it is not. */
+Test(virtio_console_multiport, host_close_waits_for_the_port)
+{
+	virtio_console_host_close(con, 1);
+	event_loop_run_once(&loop, 0);
+	ctrl_desc = 0;
+	give_ctrl_buffers(0, 16);
+	guest_ctrl(0, VIRTIO_CONSOLE_DEVICE_READY, 1, 8);
+	cr_assert_eq(used_idx(2), 2);
+	guest_ctrl(1, VIRTIO_CONSOLE_PORT_READY, 1, 8);
+	expect_msg(2, 1, VIRTIO_CONSOLE_PORT_NAME, 1);
+	expect_msg(3, 1, VIRTIO_CONSOLE_PORT_OPEN, 1);
+	expect_msg(4, 1, VIRTIO_CONSOLE_PORT_OPEN, 0);
+	cr_assert_eq(used_idx(2), 5);
+	struct virtio_console_state st;
+	virtio_console_save(con, &st);
+	st.nr_ctrl = 1;
+	st.ctrl[0] = (struct virtio_console_control){1, VIRTIO_CONSOLE_PORT_OPEN, 0};
+	char err[160];
+	cr_assert_eq(virtio_console_restore(con, &st, err, sizeof(err)), 0, "%s", err);
+	st.ctrl[0].id = 0;
+	cr_assert_eq(virtio_console_restore(con, &st, err, sizeof(err)), -1);
 }

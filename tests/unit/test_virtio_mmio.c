@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "devices/virtio/mmio.h"
 
@@ -339,4 +340,57 @@ Test(virtio_mmio, pending_reset_reads_non_zero)
 	cr_assert_eq(rd(0x070), VIRTIO_STATUS_DEVICE_NEEDS_RESET);
 	virtio_dev_reset_done(&dev);
 	cr_assert_eq(rd(0x070), 0);
+}
+
+/* ---- a device whose queues another process serves (vhost-user: dev->external_queues) ---- */
+
+/* Its back end interrupts through the irqfd without setting the interrupt status: every read
+ * shows a used buffer, so the driver always looks at its rings. Other devices show only what
+ * was raised. */
+Test(virtio_mmio, interrupt_status_shows_a_used_buffer_for_external_queues)
+{
+	cr_assert_eq(rd(0x060), 0);
+	dev.transport->signal_config(&dev);
+	cr_assert_eq(rd(0x060), 2, "a config change is no used buffer");
+	wr(0x064, 2);
+	cr_assert_eq(rd(0x060), 0);
+	dev.external_queues = true;
+	cr_assert_eq(rd(0x060), 1);
+	wr(0x064, 1);
+	cr_assert_eq(rd(0x060), 1, "acknowledged, still shown: the back end may have used one");
+	dev.transport->signal_config(&dev);
+	cr_assert_eq(rd(0x060), 3);
+}
+
+/* The transport hooks the front end uses: the device's one interrupt eventfd for every queue;
+ * each queue's kick eventfd, off the I/O loop while handed over (a trapped notify write still
+ * reaches it, for the back end to read) and on it again when taken back. */
+Test(virtio_mmio, kick_and_interrupt_eventfds_for_a_back_end)
+{
+	static struct event_loop loop;
+	cr_assert_eq(event_loop_init(&loop), 0);
+	const struct virtio_transport_host host = {.loop = &loop};
+	cr_assert_eq(virtio_mmio_attach(&t, &host, &dev, 0xd0000000, 5), 0);
+	cr_assert_geq(t.irq_fd, 0);
+	cr_assert_eq(dev.transport->queue_irqfd(&dev, 0), t.irq_fd);
+	cr_assert_eq(dev.transport->queue_irqfd(&dev, 1), t.irq_fd);
+
+	int kick = dev.transport->queue_kick_fd(&dev, 1, true);
+	cr_assert_eq(kick, t.kick[1].fd);
+	cr_assert_geq(kick, 0);
+	cr_assert_eq(dev.transport->queue_kick_fd(&dev, 2, true), -1, "no queue 2");
+	cr_assert_eq(dev.transport->queue_kick_fd(&dev, -1, true), -1);
+	wr(0x050, 1);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(dev.kicks, 0, "a handed-over kick reached the I/O thread");
+	uint64_t n = 0;
+	cr_assert_eq(read(kick, &n, 8), 8);
+	cr_assert_eq(n, 1, "the back end's eventfd got the trapped kick");
+
+	cr_assert_eq(dev.transport->queue_kick_fd(&dev, 1, false), kick);
+	wr(0x050, 1);
+	event_loop_run_once(&loop, 1000);
+	cr_assert_eq(dev.kicks, 1, "taken back: kicks reach the I/O thread again");
+	virtio_mmio_detach(&t);
+	event_loop_destroy(&loop);
 }

@@ -819,3 +819,57 @@ Test(virtio_pci, pending_reset_reads_non_zero)
 	virtio_dev_reset_done(&dev);
 	cr_assert_eq(status(), 0);
 }
+
+/* ---- the hooks a vhost-user front end uses (dev->external_queues) ---- */
+
+/* A queue's irqfd is its MSI-X vector's eventfd, and only while MSI-X is on and a vector is
+ * assigned: otherwise (INTx, which needs ISR set with each interrupt, or no vector) -1, and
+ * the front end relays the back end's interrupts through signal_queue. */
+Test(virtio_pci, queue_irqfd_only_with_msix_and_a_vector)
+{
+	uint8_t cap = msix_cap();
+	wr(COMMON(Q_SELECT), 2, 0);
+	wr(COMMON(Q_MSIX), 2, 1);
+	cr_assert_eq(rd(COMMON(Q_MSIX), 2), 1);
+	cr_assert_eq(dev.transport->queue_irqfd(&dev, 0), -1, "MSI-X off: INTx");
+	cfg_write(cap + 2, 2, PCI_MSIX_FLAGS_ENABLE);
+	cr_assert_geq(vp.vec[1].fd, 0);
+	cr_assert_eq(dev.transport->queue_irqfd(&dev, 0), vp.vec[1].fd);
+	cr_assert_eq(dev.transport->queue_irqfd(&dev, 1), -1, "queue 1 has no vector");
+	wr(COMMON(Q_SELECT), 2, 1);
+	wr(COMMON(Q_MSIX), 2, 2);
+	cr_assert_eq(dev.transport->queue_irqfd(&dev, 1), vp.vec[2].fd);
+	wr(COMMON(Q_MSIX), 2, VIRTIO_PCI_NO_VECTOR);
+	cr_assert_eq(dev.transport->queue_irqfd(&dev, 1), -1, "vector taken away");
+	cr_assert_eq(dev.transport->queue_irqfd(&dev, 2), -1, "no queue 2");
+	cr_assert_eq(dev.transport->queue_irqfd(&dev, -1), -1);
+	cfg_write(cap + 2, 2, 0);
+	cr_assert_eq(dev.transport->queue_irqfd(&dev, 0), -1, "MSI-X turned off again");
+}
+
+/* A handed-over queue's ioeventfd is the back end's: its kicks no longer reach the I/O
+ * thread, until they are taken back. */
+Test(virtio_pci, kicks_handed_over_and_taken_back)
+{
+	teardown();
+	static struct event_loop loop;
+	cr_assert_eq(event_loop_init(&loop), 0);
+	make(&fake_ops, &loop, host_ioeventfd);
+	cfg_write(PCI_COMMAND, 2, PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER);
+	driver_ok();
+	int kick = dev.transport->queue_kick_fd(&dev, 1, true);
+	cr_assert_eq(kick, ioeventfd_fd[1], "not the eventfd KVM signals");
+	cr_assert_eq(dev.transport->queue_kick_fd(&dev, 2, true), -1, "no queue 2");
+	uint64_t one = 1;
+	cr_assert_eq(write(kick, &one, 8), 8);
+	event_loop_run_once(&loop, 0);
+	cr_assert_eq(kicks[1], 0, "a handed-over kick reached the I/O thread");
+	cr_assert_eq(drain(kick), 1, "the back end's kick was taken");
+	cr_assert_eq(dev.transport->queue_kick_fd(&dev, 1, false), kick);
+	cr_assert_eq(write(kick, &one, 8), 8);
+	event_loop_run_once(&loop, 1000);
+	cr_assert_eq(kicks[1], 1, "taken back: kicks reach the I/O thread again");
+	teardown();
+	event_loop_destroy(&loop);
+	make(&fake_ops, NULL, NULL);
+}

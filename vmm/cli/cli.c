@@ -11,6 +11,7 @@
 #include "vmm/kinds/device_registry.h"
 #include "vmm/sandbox/jail.h"
 #include "options.h"
+#include "vport.h"
 #include "vmm/sandbox/seccomp.h"
 #include "base/log.h"
 #include "base/startup_timing.h"
@@ -330,6 +331,12 @@ void cli_usage(void)
 	    "                         also a virtio console, hvc0 (add console=hvc0 to "
 	    "--cmdline),\n"
 	    "                         on the same output; the input goes to hvc0, not COM1\n"
+	    "  --vport NAME:stdout|stderr|file=PATH[,max-size=SIZE]|stdin\n"
+	    "                         a port of that virtio console named NAME in the guest\n"
+	    "                         (/sys/class/virtio-ports/*/name): what the guest writes\n"
+	    "                         goes to stdout, stderr or the file, or it reads stdin\n"
+	    "                         (with --console virtio,none or ,file=); up to 6 (a VM\n"
+	    "                         with them cannot be snapshotted)\n"
 	    "\n"
 	    "Control:\n"
 	    "  --api-sock PATH        serve the JSON control socket at PATH (see minivmm ctl)\n"
@@ -376,6 +383,7 @@ enum {
 	OPT_CPUS,
 	OPT_PIN,
 	OPT_CONSOLE,
+	OPT_VPORT,
 	OPT_IO_PIN,
 	OPT_DUMP_DTB,
 	OPT_DTB,
@@ -445,6 +453,7 @@ static const struct option base_opts[] = {
     {"cpus", required_argument, NULL, OPT_CPUS},
     {"pin", required_argument, NULL, OPT_PIN},
     {"console", required_argument, NULL, OPT_CONSOLE},
+    {"vport", required_argument, NULL, OPT_VPORT},
     {"io-pin", required_argument, NULL, OPT_IO_PIN},
     {"dump-dtb", required_argument, NULL, OPT_DUMP_DTB},
     {"dtb", no_argument, NULL, OPT_DTB},
@@ -606,8 +615,8 @@ static const char *flag_name(int c)
 
 static void note_machine_flag(int c)
 {
-	static const int flags[] = {OPT_KERNEL, OPT_BOOT, OPT_INITRD,	OPT_CMDLINE, OPT_MEMORY,
-				    OPT_CPUS,	OPT_DTB,  OPT_DUMP_DTB, OPT_POPULATE};
+	static const int flags[] = {OPT_KERNEL, OPT_BOOT, OPT_INITRD,	OPT_CMDLINE,  OPT_MEMORY,
+				    OPT_CPUS,	OPT_DTB,  OPT_DUMP_DTB, OPT_POPULATE, OPT_VPORT};
 	bool machine = c >= OPT_DEVICE_BASE;
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		machine |= c == flags[i];
@@ -655,6 +664,9 @@ static enum cli_result apply_option(int c, char **argv, struct vm_config *cfg, c
 		break;
 	case OPT_CONSOLE:
 		rc = parse_console(optarg, cfg, err, errlen);
+		break;
+	case OPT_VPORT:
+		rc = vport_parse(optarg, cfg, err, errlen);
 		break;
 	case OPT_IO_PIN:
 		rc = parse_cpu_list(optarg, host_cpu_count(), &cfg->io_pin_set, err, errlen);
@@ -746,6 +758,11 @@ static int check_config(int argc, char **argv, struct vm_config *cfg, const char
 			    "");
 	if (!cfg->kernel_path && !cfg->restore_dir)
 		return fail(err, errlen, "--kernel PATH is required (see --help)%s", "");
+	bool vconsole = false;
+	for (int i = 0; i < cfg->nr_devices; i++)
+		vconsole |= cfg->devices[i].kind == device_kind_find("virtio-console");
+	if (vport_check(cfg, vconsole, err, errlen))
+		return -1;
 	/* A chroot alone is escapable by code that runs in it (sanitizer builds, which cannot
 	 * run the filters, are test builds). */
 	if (cfg->jail.enabled && !cfg->seccomp && seccomp_default_on())
@@ -789,4 +806,5 @@ void cli_free_config(struct vm_config *cfg)
 		cfg->devices[i].parsed = NULL;
 	}
 	cfg->nr_devices = 0;
+	vport_free_config(cfg);
 }

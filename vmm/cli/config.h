@@ -36,6 +36,20 @@ struct jail_config {
 	gid_t gid;
 };
 
+/* Named ports of the virtio console beyond hvc0 (vmm/cli/vport.h): six, what the device's
+ * queues leave (VIRTIO_CONSOLE_MAX_PORTS). */
+#define MAX_VPORTS     6
+#define VPORT_NAME_MAX 32
+
+struct vport_config {
+	char
+	    name[VPORT_NAME_MAX]; /* what the guest sees in /sys/class/virtio-ports/vportNpM/name */
+	int out_fd;		  /* the guest's writes go here; -1: dropped */
+	uint64_t out_max;	  /* out_fd takes this many bytes at most; 0: no cap */
+	int in_fd;		  /* read, and given to the guest; -1: no input */
+	bool owns_out;		  /* out_fd is a file --vport opened (cli_free_config closes it) */
+};
+
 enum console_kind { CONSOLE_STDIO, CONSOLE_NONE, CONSOLE_FILE };
 /* What reaches the console's output (vmm/cli/console_filter.h); auto: filtered on a terminal. */
 enum console_filter_mode { CONSOLE_FILTER_AUTO, CONSOLE_FILTER_ON, CONSOLE_FILTER_OFF };
@@ -71,6 +85,8 @@ struct vm_config {
 	struct jail_config jail;
 	struct device_config devices[MAX_DEVICES];
 	int nr_devices;
+	struct vport_config vports[MAX_VPORTS]; /* --vport, or vport_add */
+	int nr_vports;
 	bool io_pinned;
 	cpu_set_t io_pin_set;
 	/* pinned[i] says whether vCPU i has a host CPU set in pin_sets[i]. */

@@ -17,6 +17,7 @@ struct option_desc;
 struct option_list;
 struct seccomp_needs;
 struct virtio_slot;
+struct vport_config;
 
 /* What a device model gets of the VM: guest memory and the I/O thread's event loop (and, for
  * its control commands, the size of guest RAM; for a virtio console, the host's console). */
@@ -26,6 +27,9 @@ struct device_env {
 	uint64_t ram_bytes;
 	struct console *console;
 	const char *virtiofsd; /* --virtiofsd PATH, or NULL */
+	/* The virtio console's named ports beyond hvc0 (vmm/cli/vport.h). */
+	const struct vport_config *vports;
+	int nr_vports;
 };
 
 /* A control-socket command a kind serves (vmm/api/api.h): {"cmd":"<name>"[,"<member>":...]}. */

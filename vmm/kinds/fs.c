@@ -282,7 +282,9 @@ static int share_create(struct virtio_slot *slot, const struct device_env *env, 
 	char where[OPTION_VALUE_MAX + 16];
 	snprintf(where, sizeof(where), "for '%s'", sh->fs.o.dir);
 	if (take_backend(&sh->fs, SHARE, where, err, sizeof(err))) {
-		log_error("%s", err);
+		char why[256];
+		virtiofsd_why(&sh->daemon, why, sizeof(why));
+		log_error("%s%s%s", why[0] ? "--share: virtiofsd did not start: " : err, why, "");
 		return -1;
 	}
 	return create_on(&sh->fs, slot, env, label);

@@ -11,19 +11,22 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/clock.h"
 #include "devices/backends/vhost_user.h"
 
-/* How long virtiofsd may take to listen, and to go once told. */
-#define START_TIMEOUT_MS 10000
-#define STOP_GRACE_MS	 2000
+/* How long virtiofsd may take to go once told. */
+#define STOP_GRACE_MS 2000
 
-/* The supervisor's descriptors, moved here before it closes every other one. */
-enum { SUP_STOP = 3, SUP_DONE, SUP_LOG };
+/* The supervisor's descriptors, moved here before it closes every other one; virtiofsd gets
+ * the listening socket as its descriptor 3 (--fd=3). */
+enum { SUP_STOP = 3, SUP_DONE, SUP_LISTEN, SUP_LOG };
+#define VIRTIOFSD_LISTEN_FD 3
 
 static const char *const known_places[] = {
     "/usr/lib/qemu/virtiofsd", /* Debian, Ubuntu: qemu-system-common */
@@ -139,37 +142,40 @@ static _Noreturn void sup_fail(const char *what, int e)
 	_exit(1);
 }
 
-static _Noreturn void supervisor_main(int stop, int done, const char *binary, const char *dir,
-				      const char *sock, bool readonly)
+static _Noreturn void supervisor_main(int stop, int done, int listener, const char *binary,
+				      const char *dir, bool readonly)
 {
 	/* Terminal signals (Ctrl-C to the VMM's process group) are for the VMM: the supervisor
 	 * and virtiofsd go when it does. */
 	setpgid(0, 0);
 	/* Out of the way first (either may sit on the other's number), then in place. */
 	int hi_stop = fcntl(stop, F_DUPFD, 100), hi_done = fcntl(done, F_DUPFD, 100);
+	int hi_listen = fcntl(listener, F_DUPFD, 100);
 	int devnull = open("/dev/null", O_RDWR);
-	if (hi_stop < 0 || hi_done < 0 || devnull < 0 || dup2(hi_stop, SUP_STOP) < 0 ||
-	    dup2(hi_done, SUP_DONE) < 0 || dup2(devnull, STDIN_FILENO) < 0 ||
+	if (hi_stop < 0 || hi_done < 0 || hi_listen < 0 || devnull < 0 ||
+	    dup2(hi_stop, SUP_STOP) < 0 || dup2(hi_done, SUP_DONE) < 0 ||
+	    dup2(hi_listen, SUP_LISTEN) < 0 || dup2(devnull, STDIN_FILENO) < 0 ||
 	    dup2(devnull, STDOUT_FILENO) < 0)
 		_exit(1);
 	/* Nothing of the VMM's (KVM, images, the terminal as stdout) stays open here. */
-	syscall(SYS_close_range, SUP_DONE + 1, ~0u, 0);
+	syscall(SYS_close_range, SUP_LISTEN + 1, ~0u, 0);
 	int log[2];
 	if (pipe(log) < 0 || (log[0] != SUP_LOG && dup2(log[0], SUP_LOG) < 0))
 		sup_fail("pipe", errno);
 	if (readonly && read_only_view(dir) < 0)
 		sup_fail("readonly=on: a read-only bind mount of the directory", errno);
-	char sock_arg[320], source_arg[4200];
-	snprintf(sock_arg, sizeof(sock_arg), "--socket-path=%s", sock);
+	char fd_arg[32], source_arg[4200];
+	snprintf(fd_arg, sizeof(fd_arg), "--fd=%d", VIRTIOFSD_LISTEN_FD);
 	snprintf(source_arg, sizeof(source_arg), "source=%s", dir);
 	pid_t child = fork();
 	if (child < 0)
 		sup_fail("fork", errno);
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the supervisor */
-		dup2(log[1], STDERR_FILENO);
-		syscall(SYS_close_range, 3, ~0u, 0);
-		execl(binary, binary, sock_arg, "-o", source_arg, "-o", "sandbox=chroot", "-o",
+		if (dup2(log[1], STDERR_FILENO) < 0 || dup2(SUP_LISTEN, VIRTIOFSD_LISTEN_FD) < 0)
+			_exit(127);
+		syscall(SYS_close_range, VIRTIOFSD_LISTEN_FD + 1, ~0u, 0);
+		execl(binary, binary, fd_arg, "-o", source_arg, "-o", "sandbox=chroot", "-o",
 		      "cache=auto", "-o", "log_level=warn", (char *)NULL);
 		dprintf(STDERR_FILENO, "cannot run %s: %s\n", binary, strerror(errno));
 		_exit(127);
@@ -177,91 +183,103 @@ static _Noreturn void supervisor_main(int stop, int done, const char *binary, co
 	close(log[1]);
 	if (log[0] != SUP_LOG)
 		close(log[0]);
+	close(SUP_LISTEN); /* virtiofsd's alone: its end ends the VMM's connection */
 	supervise(child);
 	_exit(0);
 }
 
-/* virtiofsd's pid file for a socket path (it keeps one per path, and leaves it behind). */
-static void remove_pid_file(const char *sock)
+/* A listening socket at a path only this process can reach, and a connection to it: the
+ * connection is made at once (it waits in the backlog for virtiofsd's accept), so nothing polls
+ * for virtiofsd to listen; the path is gone before this returns. The connected socket, or -1
+ * with a one-line reason in err. */
+static int listen_and_connect(int *listener, char *err, size_t errlen)
 {
-	char name[400];
-	int n = snprintf(name, sizeof(name), "/run/virtiofsd/%s.pid", sock);
-	if (n < 0 || (size_t)n >= sizeof(name))
-		return;
-	for (char *p = name + strlen("/run/virtiofsd/"); *p; p++)
-		if (*p == '/')
-			*p = '.';
-	unlink(name);
+	const char *tmp = getenv("TMPDIR");
+	char dir[256];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(dir, sizeof(dir), "%s/minivmm-share-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		snprintf(err, errlen, "--share: cannot make a directory for virtiofsd's socket: %s",
+			 strerror(errno));
+		return -1;
+	}
+	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/vhost.sock", dir);
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (n < 0 || (size_t)n >= sizeof(sa.sun_path) || lfd < 0 || cfd < 0 ||
+	    bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 1) < 0 ||
+	    connect(cfd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		snprintf(err, errlen, "--share: virtiofsd's socket: %s",
+			 n < 0 || (size_t)n >= sizeof(sa.sun_path) ? "path too long"
+								   : strerror(errno));
+		if (lfd >= 0)
+			close(lfd);
+		if (cfd >= 0)
+			close(cfd);
+		cfd = -1;
+	} else {
+		*listener = lfd;
+	}
+	unlink(sa.sun_path);
+	rmdir(dir);
+	return cfd;
 }
 
 struct vhost_user *virtiofsd_start(struct virtiofsd *d, const char *binary, const char *dir,
 				   bool readonly, char *err, size_t errlen)
 {
 	*d = (struct virtiofsd){.supervisor = -1, .stop_fd = -1, .done_fd = -1};
-	const char *tmp = getenv("TMPDIR");
-	char sock_dir[256], sock[300];
-	snprintf(sock_dir, sizeof(sock_dir), "%s/minivmm-share-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(sock_dir)) {
-		snprintf(err, errlen, "--share: cannot make a directory for virtiofsd's socket: %s",
-			 strerror(errno));
+	int listener = -1;
+	int conn = listen_and_connect(&listener, err, errlen);
+	if (conn < 0)
 		return NULL;
-	}
-	snprintf(sock, sizeof(sock), "%s/vhost.sock", sock_dir);
 	int stop[2], done[2];
 	if (pipe2(stop, O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "--share: pipe: %s", strerror(errno));
-		rmdir(sock_dir);
+		close(conn);
+		close(listener);
 		return NULL;
 	}
 	if (pipe2(done, O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "--share: pipe: %s", strerror(errno));
 		close(stop[0]);
 		close(stop[1]);
-		rmdir(sock_dir);
+		close(conn);
+		close(listener);
 		return NULL;
 	}
 	pid_t pid = fork();
 	if (pid == 0)
-		supervisor_main(stop[0], done[1], binary, dir, sock, readonly);
+		supervisor_main(stop[0], done[1], listener, binary, dir, readonly);
 	close(stop[0]);
 	close(done[1]);
+	close(listener);
 	d->stop_fd = stop[1];
 	d->done_fd = done[0];
 	d->supervisor = pid;
-	struct vhost_user *vu = NULL;
 	if (pid < 0) {
 		snprintf(err, errlen, "--share: fork: %s", strerror(errno));
-		goto out;
+		close(conn);
+		virtiofsd_stop(d, 0);
+		return NULL;
 	}
-	/* Until it listens (or ends): a connection try every 10 ms, woken early by its end. */
-	uint64_t deadline = clock_monotonic_ns() + (uint64_t)START_TIMEOUT_MS * 1000000;
-	for (;;) {
-		char why[160];
-		vu = vhost_user_connect(sock, 0, why, sizeof(why));
-		if (vu)
-			break;
-		struct pollfd p = {.fd = d->done_fd, .events = POLLIN};
-		if (poll(&p, 1, 10) > 0) {
-			char msg[256] = "";
-			ssize_t n = read(d->done_fd, msg, sizeof(msg) - 1);
-			msg[n > 0 ? n : 0] = '\0';
-			snprintf(err, errlen, "--share: virtiofsd ended before it listened%s%s",
-				 n > 0 ? ": " : " (its messages are above)", msg);
-			break;
-		}
-		if (clock_monotonic_ns() > deadline) {
-			snprintf(err, errlen, "--share: virtiofsd did not listen within %d s",
-				 START_TIMEOUT_MS / 1000);
-			break;
-		}
-	}
-out:
-	unlink(sock);
-	rmdir(sock_dir);
-	remove_pid_file(sock);
-	if (!vu)
+	struct vhost_user *vu = vhost_user_from_fd(conn, "virtiofsd");
+	if (!vu) {
+		snprintf(err, errlen, "--share: out of memory");
 		virtiofsd_stop(d, STOP_GRACE_MS + 1000);
+	}
 	return vu;
+}
+
+/* Why virtiofsd is not there (its supervisor's last words), for a failed handshake. */
+void virtiofsd_why(struct virtiofsd *d, char *out, size_t len)
+{
+	out[0] = '\0';
+	struct pollfd p = {.fd = d->done_fd, .events = POLLIN};
+	if (d->done_fd < 0 || poll(&p, 1, STOP_GRACE_MS) <= 0)
+		return;
+	ssize_t n = read(d->done_fd, out, len - 1);
+	out[n > 0 ? n : 0] = '\0';
 }
 
 void virtiofsd_stop(struct virtiofsd *d, int timeout_ms)

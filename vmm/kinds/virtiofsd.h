@@ -24,11 +24,15 @@ struct virtiofsd {
  * install it, else on PATH. NULL with a one-line reason in err. */
 const char *virtiofsd_find(const char *path, char *buf, size_t len, char *err, size_t errlen);
 
-/* Start binary on dir (an existing directory; readonly: the guest cannot change it) and
- * connect to it: the connection (handshake not done), or NULL with a one-line reason in err
- * (nothing left running). The socket's file is gone by the time this returns. */
+/* Start binary on dir (an existing directory; readonly: the guest cannot change it) on a
+ * listening socket made here and handed over (--fd), already connected to: the connection
+ * (handshake not done; virtiofsd answers once it runs), or NULL with a one-line reason in err
+ * (nothing left running). No socket file is left, and virtiofsd keeps no pid file. */
 struct vhost_user *virtiofsd_start(struct virtiofsd *d, const char *binary, const char *dir,
 				   bool readonly, char *err, size_t errlen);
+/* After a failed handshake: what ended virtiofsd's supervisor before it could serve (waits
+ * briefly for it), or "" (its own messages went to stderr). */
+void virtiofsd_why(struct virtiofsd *d, char *out, size_t len);
 /* Stop it (closing the VMM's connection first ends its session anyway) and wait up to
  * timeout_ms for it to be gone. Idempotent. */
 void virtiofsd_stop(struct virtiofsd *d, int timeout_ms);

@@ -101,7 +101,9 @@ int virtio_devices_create(struct virtio_devices *devs, struct vm *vm, char *cmdl
 				       .loop = &vm->loop,
 				       .ram_bytes = vm->cfg->memory_bytes,
 				       .console = vm->console,
-				       .virtiofsd = vm->cfg->virtiofsd_path};
+				       .virtiofsd = vm->cfg->virtiofsd_path,
+				       .vports = vm->cfg->vports,
+				       .nr_vports = vm->cfg->nr_vports};
 	int per_kind[MAX_DEVICE_KINDS] = {0};
 	for (int i = 0; i < vm->cfg->nr_devices; i++) {
 		struct virtio_slot *slot = &devs->slots[devs->nr];

@@ -184,6 +184,12 @@ static int parse(int argc, char **argv, struct run_options *o)
 			break;
 		}
 		case R_CONSOLE:
+			/* Not stdio: the kernel's messages would join the command's stdout, and
+			 * the console would take its stdin. */
+			if (strcmp(optarg, "none") && strncmp(optarg, "file=", 5))
+				return bad(
+				    "--console '%s': none or file=PATH (the command has stdio)",
+				    optarg);
 			o->console = optarg;
 			break;
 		case R_VIRTIOFSD:
