@@ -8,10 +8,13 @@
 # ones); it prints the medians over N rounds, the ratios minivmm / QEMU, and the exact commands.
 #
 # usage: examples/bench-blk.sh [--runs N] [--bytes SIZE] [--secs N] [--depth N] [--transport mmio|pci]
-#                              [--baseline MINIVMM]
+#                              [--baseline MINIVMM] [--vhost-user]
 # (--depth: 1 MiB requests in flight in the sequential passes, 1 to 8, default 8; --baseline: an
 # older minivmm build, e.g. cp build/minivmm /tmp/minivmm-old before a change, as a third
-# column in the same rounds, with the ratio minivmm / baseline: a change's effect on blk)
+# column in the same rounds, with the ratio minivmm / baseline: a change's effect on blk;
+# --vhost-user: instead of QEMU, minivmm with --disk vhost-user= on Debian's qemu-storage-daemon
+# serving the same image (O_DIRECT, io_uring), started once for every round: minivmm's own
+# virtio-blk against its vhost-user front end and that back end)
 #
 # QEMU runs the microvm machine for mmio (virtio-blk-device, modern virtio-mmio) and the pc
 # machine for pci (virtio-blk-pci, modern only).
@@ -23,11 +26,12 @@ SECS=2
 TRANSPORT=mmio
 DEPTH=8
 BASELINE=""
+VHOST_USER=0
 
 # shellcheck source=examples/lib/bench-common.sh
 source "$(dirname "$0")/lib/bench-common.sh"
 bench_args --runs=RUNS --bytes=BYTES --secs=SECS --depth=DEPTH --transport=TRANSPORT \
-	--baseline=BASELINE -- "$@"
+	--baseline=BASELINE --vhost-user+VHOST_USER -- "$@"
 bench_positive RUNS SECS
 [[ "$BYTES" =~ ^[1-9][0-9]*[KMG]?$ ]] || die "--bytes must be like 64M"
 [[ "$DEPTH" =~ ^[1-8]$ ]] || die "--depth must be 1 to 8"
@@ -35,11 +39,15 @@ case "$TRANSPORT" in mmio | pci) ;; *) die "--transport mmio or pci" ;; esac
 
 bench_paths
 bench_require minivmm probe qemu kvm
+QSD=$(command -v qemu-storage-daemon || true)
+[ "$VHOST_USER" = 0 ] || [ -n "$QSD" ] ||
+	die "--vhost-user: qemu-storage-daemon not found: apt-get install qemu-system-common"
 [ -z "$BASELINE" ] || [ -x "$BASELINE" ] || die "--baseline $BASELINE: not an executable"
 
 # The image lives beside the build (a real file system: O_DIRECT needs one, tmpfs may not do).
 TMP=$(mktemp -d "$PWD/build/bench-blk.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
+QSD_PID=""
+trap '[ -z "$QSD_PID" ] || { kill "$QSD_PID"; wait "$QSD_PID"; } 2>/dev/null; rm -rf "$TMP"' EXIT
 bench_on_interrupt
 IMG=$TMP/disk.img
 # Written out in full first: no run pays for allocating blocks a later one overwrites.
@@ -58,7 +66,21 @@ CMD_qemu=("$QEMU" -accel kvm "${QEMU_DEV[@]}" -m 256M -nographic -no-reboot
 	-kernel "$PROBE" -device isa-debug-exit,iobase=0xf4
 	-drive "file=$IMG,if=none,id=d0,format=raw,cache=none,aio=io_uring" -append "$GUEST")
 CMD_baseline=("$BASELINE" "${CMD_minivmm[@]:1}")
-NAMES=(minivmm qemu)
+# The other column: QEMU, or minivmm's vhost-user front end on qemu-storage-daemon.
+OTHER=qemu
+if [ "$VHOST_USER" = 1 ]; then
+	OTHER=vhost-user
+	SOCK=$TMP/vu.sock
+	CMD_qsd=("$QSD" --blockdev "driver=file,node-name=file0,filename=$IMG,cache.direct=on,aio=io_uring"
+		--export "type=vhost-user-blk,id=exp0,node-name=file0,addr.type=unix,addr.path=$SOCK,writable=on")
+	"${CMD_qsd[@]}" 2>"$TMP/qsd.err" &
+	QSD_PID=$!
+	CMD_other=("$MINIVMM" --kernel "$PROBE" --memory 256M --quiet --console stdio
+		--disk "vhost-user=$SOCK,transport=$TRANSPORT" --cmdline "$GUEST")
+else
+	CMD_other=("${CMD_qemu[@]}")
+fi
+NAMES=(minivmm other)
 [ -z "$BASELINE" ] || NAMES+=(baseline)
 METRICS=(randread_4k_iops seq_read_mbps seq_write_mbps)
 
@@ -93,13 +115,13 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else 
 
 echo "virtio-blk, transport=$TRANSPORT, cache=none, guest: $GUEST; medians of $RUNS rotating rounds"
 if [ -z "$BASELINE" ]; then
-	printf '%-18s %12s %12s %10s\n' metric minivmm qemu ratio
+	printf '%-18s %12s %12s %10s\n' metric minivmm "$OTHER" ratio
 else
-	printf '%-18s %12s %12s %10s %12s %14s\n' metric minivmm qemu ratio baseline minibase
+	printf '%-18s %12s %12s %10s %12s %14s\n' metric minivmm "$OTHER" ratio baseline minibase
 fi
 for i in 0 1 2; do
 	mv=$(awk -v c=$((i + 1)) '{print $c}' "$TMP/minivmm.results" | median)
-	qv=$(awk -v c=$((i + 1)) '{print $c}' "$TMP/qemu.results" | median)
+	qv=$(awk -v c=$((i + 1)) '{print $c}' "$TMP/other.results" | median)
 	if [ -z "$BASELINE" ]; then
 		printf '%-18s %12s %12s %10s\n' "${METRICS[$i]}" "$mv" "$qv" "$(ratio "$mv" "$qv")"
 	else
@@ -111,5 +133,10 @@ done
 echo
 echo "commands:"
 echo "  minivmm: ${CMD_minivmm[*]}"
-echo "  qemu:    ${CMD_qemu[*]}"
+if [ "$VHOST_USER" = 1 ]; then
+	echo "  vhost-user: ${CMD_other[*]}"
+	echo "    back end: ${CMD_qsd[*]}"
+else
+	echo "  qemu:    ${CMD_qemu[*]}"
+fi
 [ -z "$BASELINE" ] || echo "  baseline: ${CMD_baseline[*]}"

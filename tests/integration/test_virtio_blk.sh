@@ -109,7 +109,7 @@ bad_disk() {
 	expect_status "$name" 2
 	expect_line "$name" err "$want"
 }
-bad_disk disk-nopath 'path=IMAGE is required' --disk readonly=on
+bad_disk disk-nopath 'path=IMAGE or vhost-user=PATH is required' --disk readonly=on
 bad_disk disk-missing "cannot open '$TEST_TMP/nope.img'" --disk "path=$TEST_TMP/nope.img"
 bad_disk disk-serial 'longer than 20 bytes' --disk "path=$d0,serial=123456789012345678901"
 bad_disk disk-cache "invalid cache 'fast'" --disk "path=$d0,cache=fast"

@@ -111,6 +111,10 @@ done
 VIRTIOFSD=/usr/lib/qemu/virtiofsd
 [ -x $VIRTIOFSD ] || die "$VIRTIOFSD is not installed (qemu-system-common, scripts/install-deps.sh)"
 copy_binary "$L1" $VIRTIOFSD
+# Debian's vhost-user-blk back end (qemu-system-common), for the vublk scenarios.
+QSD=/usr/bin/qemu-storage-daemon
+[ -x $QSD ] || die "$QSD is not installed (qemu-system-common, scripts/install-deps.sh)"
+copy_binary "$L1" $QSD
 cp /etc/mke2fs.conf "$L1/etc/"
 mkdir -p "$L1/l2"
 cp "$VMLINUZ" "$L1/l2/vmlinuz"

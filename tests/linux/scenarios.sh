@@ -563,6 +563,61 @@ sc_fs_backend_dies() {
 		fail "fs: not one line for the back end's death: $(cat $W/fs.err)"
 }
 
+# qemu-storage-daemon exporting $W/vu.img (64 MiB, made here) as vhost-user-blk at $W/vu.sock;
+# its pid in QSD_PID.
+start_qsd() {
+	rm -f $W/vu.img $W/vu.sock
+	truncate -s 64M $W/vu.img
+	qemu-storage-daemon --blockdev driver=file,node-name=file0,filename=$W/vu.img \
+		--export type=vhost-user-blk,id=exp0,node-name=file0,addr.type=unix,addr.path=$W/vu.sock,writable=on \
+		2>$W/qsd.err &
+	QSD_PID=$!
+}
+
+stop_qsd() {
+	kill $QSD_PID 2>/dev/null
+	wait $QSD_PID 2>/dev/null
+	return 0
+}
+
+# The guest's ordinary virtio-blk driver on a disk qemu-storage-daemon serves through minivmm's
+# vhost-user front end (guest-init.sh, blk): an ext4 made, 8 MiB written, synced, a reboot;
+# then, qemu-storage-daemon stopped, e2fsck -f -n and the files on the host's image.
+vublk_scenario() {
+	local t=$1
+	start_qsd
+	l2 blk 180 --disk vhost-user=$W/vu.sock,transport=$t -- l2.end=reboot
+	stop_qsd
+	expect_no_fail blk && expect_status blk 0 && expect_out blk 'L2: disks=1' || return 1
+	grep -q "virtio-blk0: vhost-user back end at $W/vu.sock, 131072 sectors" $W/blk.err ||
+		fail "vublk: no line for the back end's disk: $(cat $W/blk.err)"
+	grep -q 'needs reset' $W/blk.err && fail "vublk: $(grep -m1 'needs reset' $W/blk.err)"
+	check_image $W/vu.img "$(l2_value blk f1)"
+}
+sc_vublk_pci() { vublk_scenario pci; }
+sc_vublk_mmio() { vublk_scenario mmio; }
+
+# qemu-storage-daemon killed under a running guest that used the disk: one line says the
+# device needs reset, the guest goes on, and minivmm exits cleanly later.
+sc_vublk_backend_dies() {
+	start_qsd
+	l2_start blk 180 --disk vhost-user=$W/vu.sock -- x
+	wait_out blk 'L2: WAITING' || { stop_qsd; return 1; }
+	expect_out blk 'L2: disks=1' || { stop_qsd; return 1; }
+	kill -9 $QSD_PID
+	wait $QSD_PID 2>/dev/null
+	local i=0
+	while ! grep -q 'needs reset' $W/blk.err && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	send blk 'say "alive=yes"'
+	wait_out blk 'alive=yes' 30
+	send blk "poweroff -n -f"
+	wait "$VMM_JOB"
+	exec 7>&-
+	expect_status blk 0 || return 1
+	[ "$(grep -c 'virtio-blk0: vhost-user back end closed its socket; device needs reset' $W/blk.err)" = 1 ] ||
+		fail "vublk: not one line for the back end's death: $(cat $W/blk.err)"
+}
+
 # Pause and resume while the guest pings: it carries on; then shutdown ends minivmm (status 0).
 sc_control() {
 	taps mvt0 || return 1
@@ -603,6 +658,24 @@ sc_probe() {
 		--rng --cmdline "test=blk blk.secs=1" >$W/probe.out 2>$W/probe.err || rc=$?
 	echo $rc >$W/probe.rc
 	expect_status probe 0 && expect_out probe '^probe: PASS'
+}
+
+# The probe's virtio-blk test (test=blk: random reads, sequential reads and writes with a FLUSH,
+# every block checked) on a disk Debian's qemu-storage-daemon serves through minivmm's
+# vhost-user front end, on each transport.
+sc_probe_vublk() {
+	local t rc
+	for t in pci mmio; do
+		start_qsd
+		rc=0
+		timeout -s KILL 120 minivmm --kernel /probe/probe.elf --memory 256M \
+			--disk vhost-user=$W/vu.sock,transport=$t \
+			--cmdline "test=blk blk.expect=1 blk.bytes=16M blk.secs=1" \
+			>$W/probe_vublk_$t.out 2>$W/probe_vublk_$t.err || rc=$?
+		echo $rc >$W/probe_vublk_$t.rc
+		stop_qsd
+		expect_status probe_vublk_$t 0 && expect_out probe_vublk_$t '^probe: PASS' || return 1
+	done
 }
 
 # The probe's virtio-fs driver (test=fs) against Debian's virtiofsd through minivmm's vhost-user
@@ -1289,7 +1362,7 @@ sc_probe_tcp_loss() {
 	[ ! -f $W/.failed ]
 }
 
-ALL_SCENARIOS="console console_virtio console_virtio_mmio vports reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies share run balloon_pci balloon_mmio control probe probe_fs startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
+ALL_SCENARIOS="console console_virtio console_virtio_mmio vports reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies share vublk_pci vublk_mmio vublk_backend_dies run balloon_pci balloon_mmio control probe probe_fs probe_vublk startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
 
 # run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
 # VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.

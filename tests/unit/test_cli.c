@@ -275,7 +275,7 @@ Test(cli_parse, device_option_errors)
 	    {"--balloon", "bogus",
 	     "unknown --balloon option 'bogus' (expected deflate-on-oom=, free-page-reporting=, "
 	     "transport=)"},
-	    {"--disk", "readonly", "--disk: path=IMAGE is required"},
+	    {"--disk", "readonly", "--disk: path=IMAGE or vhost-user=PATH is required"},
 	    {"--disk", "path=/nonexistent/x.img,readonly",
 	     "--disk: cannot open '/nonexistent/x.img': No such file or directory"},
 	};

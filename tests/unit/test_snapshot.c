@@ -1101,9 +1101,9 @@ Test(snapshot, restore_takes_host_resources_from_backend)
 	add_net(1, "mac=52:54:00:12:34:99,transport=mmio,tx=timer");
 	st->devices[1].transport = TRANSPORT_MMIO;
 	write_snapshot();
-	expect_restore_refused(0,
-			       "device 0 is a --disk: give what it uses on the host with --backend "
-			       "0:OPTIONS (path=, readonly=, cache=; a snapshot names none)");
+	expect_restore_refused(
+	    0, "device 0 is a --disk: give what it uses on the host with --backend "
+	       "0:OPTIONS (path=, vhost-user=, readonly=, cache=; a snapshot names none)");
 	char disk_backend[200];
 	snprintf(disk_backend, sizeof(disk_backend), "path=%s,cache=writeback", image);
 	backend_override[0] = disk_backend;

@@ -829,7 +829,7 @@ Test(virtio_blk, options)
 	cr_assert_eq(parse_disk(opt, &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert(o.readonly && !o.direct);
 	cr_assert_eq(parse_disk("readonly=on", &o, err, sizeof(err)), -1);
-	cr_assert(strstr(err, "path=IMAGE is required"));
+	cr_assert(strstr(err, "path=IMAGE or vhost-user=PATH is required"), "%s", err);
 	cr_assert_eq(parse_disk("path=/nonexistent/x.img", &o, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "cannot open"), "%s", err);
 	snprintf(opt, sizeof(opt), "path=%s,serial=123456789012345678901", img_path);

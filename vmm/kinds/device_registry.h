@@ -46,6 +46,9 @@ struct device_command {
  * the generic virtio and transport state the core saves for every device. Each hook is optional;
  * the snapshot core names no kind. */
 struct device_snapshot_ops {
+	/* Optional, before the vCPUs are paused: can a device so configured be saved at all (a
+	 * disk whose back end is another process's cannot)? -1 with a one-line reason in err. */
+	int (*savable)(const void *parsed, char *err, size_t errlen);
 	/* With the vCPUs paused, before anything is read (I/O thread): finish or hand over the
 	 * work in flight (completions write guest memory and raise interrupts). -1 with a
 	 * one-line reason in err: the device cannot be saved now. */
@@ -79,6 +82,8 @@ struct device_kind_desc {
 	const char *positional;
 	/* Another process maps the guest's RAM (a vhost-user back end): RAM is a shared memfd. */
 	bool shares_memory;
+	/* Optional: the same for one device, from its parsed options (a --disk on vhost-user=). */
+	bool (*shares_memory_of)(const void *parsed);
 	/* Validate the device's own options (the flag's list without transport=) into a malloc'd
 	 * *parsed; return -1 with a one-line reason in err. Runs at command-line parsing, before
 	 * any set-up. */

@@ -21,7 +21,8 @@ extern const struct device_kind_desc virtio_balloon_kind;
 extern const struct device_kind_desc virtio_fs_kind;
 /* --share DIR[,tag=TAG][,readonly=on] */
 extern const struct device_kind_desc virtio_share_kind;
-/* --disk path=IMAGE[,readonly=on][,cache=none|writeback][,serial=ID] */
+/* --disk path=IMAGE[,readonly=on][,cache=none|writeback][,serial=ID], or
+ * --disk vhost-user=PATH (a vhost-user-blk back end: vhost_user_disk.h) */
 extern const struct device_kind_desc virtio_blk_kind;
 /* --virtio-console, or --console virtio: hvc0 on the host's console */
 extern const struct device_kind_desc virtio_console_kind;

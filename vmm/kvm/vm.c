@@ -19,9 +19,12 @@
  * memory otherwise, which keeps transparent huge pages whatever the host's shmem setting. */
 static bool shares_memory(const struct vm_config *cfg)
 {
-	for (int i = 0; i < cfg->nr_devices; i++)
-		if (cfg->devices[i].kind->shares_memory)
+	for (int i = 0; i < cfg->nr_devices; i++) {
+		const struct device_kind_desc *kind = cfg->devices[i].kind;
+		if (kind->shares_memory ||
+		    (kind->shares_memory_of && kind->shares_memory_of(cfg->devices[i].parsed)))
 			return true;
+	}
 	return false;
 }
 

@@ -167,11 +167,18 @@ static int capture(struct vm *vm, struct snapshot_state *st, char *err, size_t e
 int snapshot_save(struct vm *vm, const int fds[SNAPSHOT_NR_FILES], char *err, size_t errlen)
 {
 	/* Devices whose kind cannot be saved would come back broken: refuse before pausing. */
-	for (int i = 0; i < vm->cfg->nr_devices; i++)
-		if (!vm->cfg->devices[i].kind->snapshot)
+	for (int i = 0; i < vm->cfg->nr_devices; i++) {
+		const struct device_config *d = &vm->cfg->devices[i];
+		char why[200];
+		if (!d->kind->snapshot)
 			return snapshot_fail(
 			    err, errlen, "snapshot: --%s devices cannot be saved by this version",
-			    vm->cfg->devices[i].kind->flag);
+			    d->kind->flag);
+		if (d->kind->snapshot->savable &&
+		    d->kind->snapshot->savable(d->parsed, why, sizeof(why)))
+			return snapshot_fail(err, errlen, "snapshot: device %d (--%s): %s", i,
+					     d->kind->flag, why);
+	}
 	if (snapshot_check_files(fds, err, errlen))
 		return -1;
 	int n = vcpus_pause(vm, PAUSE_WAIT_MS);
