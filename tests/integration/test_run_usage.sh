@@ -37,6 +37,8 @@ run_usage bad-timeout "run: --timeout 'soon'" run --kernel "$K" --timeout soon -
 run_usage bad-option "run: unknown option '--frobnicate'" run --kernel "$K" --frobnicate -- true
 run_usage bad-root "run: --root '/nonexistent'" run --kernel "$K" --root /nonexistent -- true
 run_usage console-stdio "run: --console .stdio.: none or file=PATH" run --kernel "$K" --console stdio -- true
+mkdir -p "$TEST_TMP/a,b"
+run_usage comma-share "run: --share .*: a host directory with a comma is not supported" run --kernel "$K" --share "$TEST_TMP/a,b:/mnt" -- true
 "$MINIVMM" run --help >"$TEST_TMP/help" || fail "run --help failed"
 for flag in --kernel --modules --root --share --memory --cpus --net --timeout --console; do
 	grep -q -- "$flag" "$TEST_TMP/help" || fail "run --help does not mention $flag"

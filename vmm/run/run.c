@@ -100,6 +100,9 @@ static int parse_share(struct run_options *o, const char *arg)
 	s->host[colon - arg] = '\0';
 	memcpy(s->guest, colon + 1, gl);
 	s->guest[gl] = '\0';
+	/* The host path travels in a --share option list, where a comma ends it. */
+	if (strchr(s->host, ','))
+		return bad("--share '%s': a host directory with a comma is not supported", arg);
 	struct stat st;
 	if (stat(s->host, &st) < 0)
 		return bad("--share: '%s': no such directory", s->host);
@@ -217,6 +220,8 @@ static int parse(int argc, char **argv, struct run_options *o)
 		return bad("no command to run%s", "");
 	o->command = argv + optind;
 	struct stat st;
+	if (strchr(o->root, ','))
+		return bad("--root '%s': a directory with a comma is not supported", o->root);
 	if (stat(o->root, &st) < 0 || !S_ISDIR(st.st_mode))
 		return bad("--root '%s': no such directory", o->root);
 	return 0;
