@@ -188,7 +188,7 @@ void bottom_half_schedule(struct event_loop *loop, struct bottom_half *bh)
 struct flush {
 	struct bottom_half bh;
 	int fd;
-	_Atomic int refs; /* the caller's and the bottom half's */
+	int refs; /* the caller's and the bottom half's (__atomic) */
 };
 
 static void flush_put(struct flush *f)

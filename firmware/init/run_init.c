@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/netlink.h>
+#include <poll.h>
 #include <sys/io.h>
+#include <sys/socket.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
@@ -158,44 +161,78 @@ static long long now_ms(void)
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* A virtio-console port by its name (/sys/class/virtio-ports/vportNpM/name: the device's
- * index N depends on the probe order). Ports appear, and get their names, as the driver handles
- * the device's control messages, after the module load returned: wait for it, bounded. */
+/* The kernel's device events (add, and change when a port gets its name), opened before the
+ * drivers load so none is missed: what the wait for the ports sleeps on. -1 if unavailable (the
+ * wait then looks again every 10 ms). */
+static int uevents = -1;
+
+static void watch_uevents(void)
+{
+	uevents = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT);
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = 1};
+	if (uevents >= 0 && bind(uevents, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(uevents);
+		uevents = -1;
+	}
+}
+
+/* The /dev path of the virtio-console port named name (/sys/class/virtio-ports/vportNpM/name:
+ * the device's index N follows the probe order), or false. */
+static bool find_port(const char *name, char *dev, size_t len)
+{
+	DIR *d = opendir("/sys/class/virtio-ports");
+	struct dirent *e;
+	bool found = false;
+	while (d && !found && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char path[512], got[64];
+		snprintf(path, sizeof(path), "/sys/class/virtio-ports/%s/name", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, got, sizeof(got) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		got[n] = '\0';
+		got[strcspn(got, "\n")] = '\0';
+		if (!strcmp(got, name)) {
+			snprintf(dev, len, "/dev/%s", e->d_name);
+			found = true;
+		}
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* Ports appear, and get their names, as the driver handles the device's control messages,
+ * after its module load returned: look, and look again at each device event, bounded. */
 static int open_port(const char *name, int flags)
 {
 	long long end = now_ms() + DEVICE_WAIT_MS;
-	for (;;) {
-		DIR *d = opendir("/sys/class/virtio-ports");
-		struct dirent *e;
-		while (d && (e = readdir(d))) {
-			if (e->d_name[0] == '.')
-				continue;
-			char path[512], got[64];
-			snprintf(path, sizeof(path), "/sys/class/virtio-ports/%s/name", e->d_name);
-			int fd = open(path, O_RDONLY | O_CLOEXEC);
-			if (fd < 0)
-				continue;
-			ssize_t n = read(fd, got, sizeof(got) - 1);
-			close(fd);
-			if (n <= 0)
-				continue;
-			got[n] = '\0';
-			got[strcspn(got, "\n")] = '\0';
-			if (strcmp(got, name))
-				continue;
-			snprintf(path, sizeof(path), "/dev/%s", e->d_name);
-			closedir(d);
-			return open(path, flags | O_CLOEXEC);
-		}
-		if (d)
-			closedir(d);
-		if (now_ms() > end) {
+	char dev[300];
+	while (!find_port(name, dev, sizeof(dev))) {
+		long long left = end - now_ms();
+		if (left <= 0) {
 			errno = ENOENT;
 			return -1;
 		}
-		struct timespec ms = {0, 1000000};
-		nanosleep(&ms, NULL);
+		struct pollfd p = {.fd = uevents, .events = POLLIN};
+		if (uevents < 0 || poll(&p, 1, (int)left) <= 0) {
+			if (uevents >= 0)
+				continue; /* the deadline: one last look */
+			struct timespec t = {0, 10000000};
+			nanosleep(&t, NULL);
+			continue;
+		}
+		char buf[4096];
+		while (recv(uevents, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+			; /* what changed does not matter: look again */
 	}
+	/* devtmpfs makes the node as the port is added, before its name comes. */
+	return open(dev, flags | O_CLOEXEC);
 }
 
 /* path is dir or below it. */
@@ -258,6 +295,7 @@ int main(void)
 	must_mount("proc", "/proc", "proc", 0, NULL);
 	must_mount("sys", "/sys", "sysfs", 0, NULL);
 	read_config();
+	watch_uevents();
 	load_modules();
 	err_fd = open_port(PORT_STDERR, O_WRONLY);
 	int out = open_port(PORT_STDOUT, O_WRONLY);
