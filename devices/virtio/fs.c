@@ -11,63 +11,17 @@
 #define FS_CONFIG_SIZE (VIRTIO_FS_TAG_MAX + 4)
 
 struct virtio_fs {
+	struct vhost_user_frontend fe; /* first: the front end's ops find it at dev->priv */
 	struct virtio_dev *dev;
-	struct vhost_user_frontend fe;
-	uint8_t config[FS_CONFIG_SIZE];
+	uint8_t config[FS_CONFIG_SIZE]; /* read-only (5.11.4) */
 };
-
-static void fs_read_config(struct virtio_dev *dev, uint32_t offset, uint8_t *data, uint32_t len)
-{
-	struct virtio_fs *fs = dev->priv;
-	memcpy(data, fs->config + offset, len);
-}
-
-/* The config space is read-only (5.11.4). */
-static void fs_write_config(struct virtio_dev *dev, uint32_t offset, const uint8_t *data,
-			    uint32_t len)
-{
-	(void)dev;
-	(void)offset;
-	(void)data;
-	(void)len;
-}
-
-static int fs_activate(struct virtio_dev *dev)
-{
-	struct virtio_fs *fs = dev->priv;
-	return vhost_user_frontend_start(&fs->fe);
-}
-
-static void fs_reset(struct virtio_dev *dev)
-{
-	struct virtio_fs *fs = dev->priv;
-	vhost_user_frontend_stop(&fs->fe);
-}
-
-/* Kicks reach the back end, not the VMM, once the rings are handed over; before DRIVER_OK
- * there is nothing to do with them (the hand-over kicks every ring once). */
-static void fs_queue_notify(struct virtio_dev *dev, int q)
-{
-	(void)dev;
-	(void)q;
-}
-
-static void fs_restart(struct virtio_dev *dev)
-{
-	(void)dev;
-}
 
 static const struct virtio_device_ops fs_ops = {
     .name = "virtio-fs",
     .device_id = VIRTIO_ID_FS,
     .max_queue_size = VIRTIO_FS_QUEUE_SIZE,
     .config_size = FS_CONFIG_SIZE,
-    .read_config = fs_read_config,
-    .write_config = fs_write_config,
-    .activate = fs_activate,
-    .reset = fs_reset,
-    .queue_notify = fs_queue_notify,
-    .restart = fs_restart,
+    VHOST_USER_FRONTEND_OPS,
 };
 
 struct virtio_fs *virtio_fs_create(struct virtio_dev *dev, struct vhost_user *vu,
@@ -109,6 +63,7 @@ struct virtio_fs *virtio_fs_create(struct virtio_dev *dev, struct vhost_user *vu
 		free(fs);
 		return NULL;
 	}
+	fs->fe.config = fs->config;
 	return fs;
 }
 

@@ -14,8 +14,9 @@
 #define CFG_NUM_QUEUES 34
 
 struct vhost_user_blk {
+	struct vhost_user_frontend fe; /* first: the front end's ops find it at dev->priv */
 	struct virtio_dev *dev;
-	struct vhost_user_frontend fe;
+	/* Read-only: writeback (the one writable field) needs CONFIG_WCE, which is not offered. */
 	uint8_t config[VHOST_USER_BLK_CONFIG_SIZE];
 };
 
@@ -60,58 +61,12 @@ int vhost_user_blk_probe(struct vhost_user *vu, const struct vhost_user_info *in
 	return 0;
 }
 
-static void vublk_read_config(struct virtio_dev *dev, uint32_t offset, uint8_t *data, uint32_t len)
-{
-	struct vhost_user_blk *blk = dev->priv;
-	memcpy(data, blk->config + offset, len);
-}
-
-/* Read-only: writeback (the one writable field) needs CONFIG_WCE, which is not offered. */
-static void vublk_write_config(struct virtio_dev *dev, uint32_t offset, const uint8_t *data,
-			       uint32_t len)
-{
-	(void)dev;
-	(void)offset;
-	(void)data;
-	(void)len;
-}
-
-static int vublk_activate(struct virtio_dev *dev)
-{
-	struct vhost_user_blk *blk = dev->priv;
-	return vhost_user_frontend_start(&blk->fe);
-}
-
-static void vublk_reset(struct virtio_dev *dev)
-{
-	struct vhost_user_blk *blk = dev->priv;
-	vhost_user_frontend_stop(&blk->fe);
-}
-
-/* Kicks reach the back end, not the VMM, once the rings are handed over; before DRIVER_OK
- * there is nothing to do with them (the hand-over kicks every ring once). */
-static void vublk_queue_notify(struct virtio_dev *dev, int q)
-{
-	(void)dev;
-	(void)q;
-}
-
-static void vublk_restart(struct virtio_dev *dev)
-{
-	(void)dev;
-}
-
 static const struct virtio_device_ops vublk_ops = {
     .name = "vhost-user-blk",
     .device_id = VIRTIO_ID_BLOCK,
     .max_queue_size = VHOST_USER_BLK_QUEUE_SIZE,
     .config_size = VHOST_USER_BLK_CONFIG_SIZE,
-    .read_config = vublk_read_config,
-    .write_config = vublk_write_config,
-    .activate = vublk_activate,
-    .reset = vublk_reset,
-    .queue_notify = vublk_queue_notify,
-    .restart = vublk_restart,
+    VHOST_USER_FRONTEND_OPS,
 };
 
 struct vhost_user_blk *vhost_user_blk_create(struct virtio_dev *dev, struct vhost_user *vu,
@@ -139,6 +94,7 @@ struct vhost_user_blk *vhost_user_blk_create(struct virtio_dev *dev, struct vhos
 		free(blk);
 		return NULL;
 	}
+	blk->fe.config = blk->config;
 	return blk;
 }
 

@@ -212,3 +212,44 @@ void vhost_user_frontend_destroy(struct vhost_user_frontend *fe)
 	vhost_user_close(fe->vu);
 	fe->vu = NULL;
 }
+
+/* ---- the ops of a model built on the front end (its first member) ---- */
+
+int vhost_user_frontend_activate(struct virtio_dev *dev)
+{
+	return vhost_user_frontend_start(dev->priv);
+}
+
+void vhost_user_frontend_reset(struct virtio_dev *dev)
+{
+	vhost_user_frontend_stop(dev->priv);
+}
+
+void vhost_user_frontend_read_config(struct virtio_dev *dev, uint32_t offset, uint8_t *data,
+				     uint32_t len)
+{
+	const struct vhost_user_frontend *fe = dev->priv;
+	memcpy(data, fe->config + offset, len);
+}
+
+void vhost_user_frontend_write_config(struct virtio_dev *dev, uint32_t offset, const uint8_t *data,
+				      uint32_t len)
+{
+	(void)dev;
+	(void)offset;
+	(void)data;
+	(void)len;
+}
+
+/* Kicks reach the back end, not the VMM, once the rings are handed over; before DRIVER_OK
+ * there is nothing to do with them (the hand-over kicks every ring once). */
+void vhost_user_frontend_queue_notify(struct virtio_dev *dev, int q)
+{
+	(void)dev;
+	(void)q;
+}
+
+void vhost_user_frontend_restart(struct virtio_dev *dev)
+{
+	(void)dev;
+}

@@ -36,8 +36,26 @@ struct vhost_user_frontend {
 	bool hangup_watched;
 	bool started[VIRTIO_MAX_QUEUES];
 	struct vhost_user_call_relay relay[VIRTIO_MAX_QUEUES];
-	uint64_t relayed; /* interrupts that went through the I/O thread */
+	uint64_t relayed;      /* interrupts that went through the I/O thread */
+	const uint8_t *config; /* the device's config space, the model's, read-only to the guest */
 };
+
+/* The ops of a device model whose first member is its struct vhost_user_frontend (dev->priv)
+ * with fe.config set: the config space read from fe.config (writes ignored: read-only), the
+ * rings handed over at DRIVER_OK and taken back at reset; kicks are the back end's. */
+int vhost_user_frontend_activate(struct virtio_dev *dev);
+void vhost_user_frontend_reset(struct virtio_dev *dev);
+void vhost_user_frontend_read_config(struct virtio_dev *dev, uint32_t offset, uint8_t *data,
+				     uint32_t len);
+void vhost_user_frontend_write_config(struct virtio_dev *dev, uint32_t offset, const uint8_t *data,
+				      uint32_t len);
+void vhost_user_frontend_queue_notify(struct virtio_dev *dev, int q);
+void vhost_user_frontend_restart(struct virtio_dev *dev);
+#define VHOST_USER_FRONTEND_OPS                                                                    \
+	.read_config = vhost_user_frontend_read_config,                                            \
+	.write_config = vhost_user_frontend_write_config,                                          \
+	.activate = vhost_user_frontend_activate, .reset = vhost_user_frontend_reset,              \
+	.queue_notify = vhost_user_frontend_queue_notify, .restart = vhost_user_frontend_restart
 
 /* The features to offer the guest of a back end's: the device-specific ones in device_bits
  * (a kind offers only those it knows what to do with), indirect descriptors, event index and

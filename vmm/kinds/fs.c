@@ -18,6 +18,7 @@
 #include "vmm/cli/options.h"
 #include "vmm/kvm/virtio_devices.h"
 #include "vmm/sandbox/seccomp.h"
+#include "vhost_user_kind.h"
 #include "virtiofsd.h"
 
 #define WHAT "--fs"
@@ -66,28 +67,12 @@ struct fs_device {
 	struct vhost_user_info info;
 };
 
-/* The rest of the set-up on a connection: the descriptor the filters name, the handshake,
- * what the device needs of the back end. */
+/* The rest of the set-up on a connection: ready (vhost_user_kind.h), with the queues asked. */
 static int take_backend(struct fs_device *d, const char *what, const char *where, char *err,
 			size_t errlen)
 {
-	if (vhost_user_move_fd(d->vu, SECCOMP_VHOST_USER_FD_BASE, SECCOMP_VHOST_USER_FDS)) {
-		snprintf(err, errlen,
-			 "%s: no descriptor left in %d..%d for the back end's socket: %s", what,
-			 SECCOMP_VHOST_USER_FD_BASE,
-			 SECCOMP_VHOST_USER_FD_BASE + SECCOMP_VHOST_USER_FDS - 1, strerror(errno));
+	if (vhost_user_kind_ready(d->vu, what, where, &d->info, err, errlen))
 		return -1;
-	}
-	if (vhost_user_handshake(d->vu, VHOST_USER_PROTOCOL_KNOWN, &d->info)) {
-		snprintf(err, errlen, "%s: vhost-user back end %s: %s", what, where,
-			 vhost_user_error(d->vu));
-		return -1;
-	}
-	if (!(d->info.features >> VIRTIO_F_VERSION_1 & 1)) {
-		snprintf(err, errlen, "%s: the back end %s does not offer VIRTIO_F_VERSION_1", what,
-			 where);
-		return -1;
-	}
 	if (d->info.queues && d->info.queues < 1 + d->o.queues) {
 		snprintf(err, errlen, "%s: the back end %s has %u queues, queues=%u needs %u", what,
 			 where, d->info.queues, d->o.queues, 1 + d->o.queues);

@@ -12,6 +12,7 @@
 #include "device_registry.h"
 #include "vmm/kvm/virtio_devices.h"
 #include "vmm/sandbox/seccomp.h"
+#include "vhost_user_kind.h"
 
 /* A back end started just before minivmm may not be listening yet. */
 #define DISK_CONNECT_WAIT_MS 2000
@@ -37,19 +38,11 @@ struct vhost_user_disk *vhost_user_disk_open(const char *path, const char *what,
 		snprintf(err, errlen, "%s: %s", what, why);
 		goto fail;
 	}
-	if (vhost_user_move_fd(d->vu, SECCOMP_VHOST_USER_FD_BASE, SECCOMP_VHOST_USER_FDS)) {
-		snprintf(err, errlen,
-			 "%s: no descriptor left in %d..%d for the back end's socket: %s", what,
-			 SECCOMP_VHOST_USER_FD_BASE,
-			 SECCOMP_VHOST_USER_FD_BASE + SECCOMP_VHOST_USER_FDS - 1, strerror(errno));
-		goto fail;
-	}
 	struct vhost_user_info info;
-	if (vhost_user_handshake(d->vu, VHOST_USER_PROTOCOL_KNOWN, &info)) {
-		snprintf(err, errlen, "%s: vhost-user back end at '%s': %s", what, path,
-			 vhost_user_error(d->vu));
+	char where[160];
+	snprintf(where, sizeof(where), "at '%s'", path);
+	if (vhost_user_kind_ready(d->vu, what, where, &info, err, errlen))
 		goto fail;
-	}
 	if (vhost_user_blk_probe(d->vu, &info, &d->be, why, sizeof(why))) {
 		snprintf(err, errlen, "%s: vhost-user back end at '%s': %s", what, path, why);
 		goto fail;
