@@ -2,6 +2,8 @@
  * the oracle), the kernel version read from a bzImage header, and the module load order from a
  * modules.dep and modules.builtin. */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,42 +52,76 @@ TestSuite(run_image, .init = make_dir, .fini = remove_dir);
 
 Test(run_image, the_initramfs_unpacks_with_cpio_to_what_was_put_in)
 {
+	char path[256];
+	snprintf(path, sizeof(path), "%s/image.cpio", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	/* A file copied in by the kernel, 4 KiB + 3 bytes (padding after it). */
+	char big[4099];
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)(i * 7);
+	write_file("module.ko", big, sizeof(big));
+	char mpath[256];
+	snprintf(mpath, sizeof(mpath), "%s/module.ko", dir);
+	int m = open(mpath, O_RDONLY);
+	cr_assert_geq(m, 0);
 	struct initramfs ir;
-	initramfs_init(&ir);
+	initramfs_init(&ir, fd);
 	initramfs_file(&ir, "init", 0755, "#!init", 6);
 	initramfs_dir(&ir, "minivmm");
 	initramfs_dir(&ir, "minivmm/modules");
 	/* Sizes around the 4-byte padding, and a NUL inside the data. */
 	static const char conf[] = "arg=true\0env=A=1\0";
 	initramfs_file(&ir, "minivmm/run.conf", 0644, conf, sizeof(conf));
+	initramfs_file_from(&ir, "minivmm/modules/m.ko", 0644, m);
 	initramfs_file(&ir, "minivmm/modules/a.ko", 0644, "abcde", 5);
 	initramfs_file(&ir, "minivmm/modules/empty.ko", 0644, "", 0);
 	cr_assert_eq(initramfs_finish(&ir), 0);
 	cr_assert_eq(ir.len % 4, 0);
-	write_file("image.cpio", ir.buf, ir.len);
-	initramfs_free(&ir);
+	cr_assert_eq(lseek(fd, 0, SEEK_END), ir.len);
+	close(m);
+	close(fd);
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "cd %s && mkdir x && cd x && cpio -i --quiet -d <../image.cpio",
 		 dir);
 	cr_assert_eq(system(cmd), 0, "cpio could not unpack it");
-	char buf[64];
+	char buf[8192];
 	size_t len;
 	read_file("x/init", buf, sizeof(buf), &len);
 	cr_assert_eq(len, 6);
 	cr_assert_eq(memcmp(buf, "#!init", 6), 0);
 	struct stat st;
-	char path[256];
 	snprintf(path, sizeof(path), "%s/x/init", dir);
 	cr_assert_eq(stat(path, &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0755, "init is not executable");
 	read_file("x/minivmm/run.conf", buf, sizeof(buf), &len);
 	cr_assert_eq(len, sizeof(conf));
 	cr_assert_eq(memcmp(buf, conf, sizeof(conf)), 0);
+	read_file("x/minivmm/modules/m.ko", buf, sizeof(buf), &len);
+	cr_assert_eq(len, sizeof(big));
+	cr_assert_eq(memcmp(buf, big, sizeof(big)), 0, "the copied file differs");
 	read_file("x/minivmm/modules/a.ko", buf, sizeof(buf), &len);
 	cr_assert_eq(len, 5);
 	cr_assert_eq(memcmp(buf, "abcde", 5), 0);
 	read_file("x/minivmm/modules/empty.ko", buf, sizeof(buf), &len);
 	cr_assert_eq(len, 0);
+}
+
+/* A write that fails (here: the archive's descriptor is read-only) fails the archive, with
+ * its errno, and nothing after it is tried. */
+Test(run_image, a_failed_write_fails_the_archive)
+{
+	write_file("ro", "", 0);
+	char path[256];
+	snprintf(path, sizeof(path), "%s/ro", dir);
+	int fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	struct initramfs ir;
+	initramfs_init(&ir, fd);
+	initramfs_file(&ir, "init", 0755, "x", 1);
+	cr_assert_eq(initramfs_finish(&ir), -1);
+	cr_assert_eq(errno, EBADF);
+	close(fd);
 }
 
 /* A bzImage's first 0x210 bytes with its version string at the kernel_version offset. */

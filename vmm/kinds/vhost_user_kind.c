@@ -12,8 +12,9 @@ int vhost_user_kind_ready(struct vhost_user *vu, const char *what, const char *w
 			  struct vhost_user_info *info, char *err, size_t errlen)
 {
 	if (vhost_user_move_fd(vu, SECCOMP_VHOST_USER_FD_BASE, SECCOMP_VHOST_USER_FDS)) {
-		snprintf(err, errlen, "%s: no descriptor left in %d..%d for the back end's socket: %s",
-			 what, SECCOMP_VHOST_USER_FD_BASE,
+		snprintf(err, errlen,
+			 "%s: no descriptor left in %d..%d for the back end's socket: %s", what,
+			 SECCOMP_VHOST_USER_FD_BASE,
 			 SECCOMP_VHOST_USER_FD_BASE + SECCOMP_VHOST_USER_FDS - 1, strerror(errno));
 		return -1;
 	}

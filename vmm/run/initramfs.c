@@ -1,44 +1,47 @@
 #include "initramfs.h"
 
+#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-void initramfs_init(struct initramfs *ir)
+void initramfs_init(struct initramfs *ir, int fd)
 {
-	*ir = (struct initramfs){.ino = 1};
+	*ir = (struct initramfs){.fd = fd, .ino = 1};
 }
 
 static void put(struct initramfs *ir, const void *data, size_t len)
 {
-	if (ir->failed)
-		return;
-	if (ir->cap - ir->len < len) {
-		size_t cap = ir->cap ? ir->cap : 1 << 20;
-		while (cap - ir->len < len)
-			cap *= 2;
-		uint8_t *b = realloc(ir->buf, cap);
-		if (!b) {
-			ir->failed = 1;
+	const uint8_t *p = data;
+	while (!ir->failed && len) {
+		ssize_t n = write(ir->fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ir->failed = n < 0 ? errno : EIO;
 			return;
 		}
-		ir->buf = b;
-		ir->cap = cap;
+		p += n;
+		len -= (size_t)n;
+		ir->len += n;
 	}
-	memcpy(ir->buf + ir->len, data, len);
-	ir->len += len;
 }
 
 /* Headers and data both end on a 4-byte boundary. */
 static void pad4(struct initramfs *ir)
 {
 	static const uint8_t zeros[3];
-	put(ir, zeros, (4 - ir->len % 4) % 4);
+	put(ir, zeros, (size_t)((4 - ir->len % 4) % 4));
 }
 
-static void entry(struct initramfs *ir, const char *path, unsigned mode, const void *data,
-		  size_t len)
+static void header(struct initramfs *ir, const char *path, unsigned mode, uint64_t len)
 {
+	if (len > 0xffffffffu) {
+		ir->failed = EFBIG; /* newc sizes are 32 bits */
+		return;
+	}
 	char hdr[111];
 	size_t namesize = strlen(path) + 1;
 	/* magic, ino, mode, uid, gid, nlink, mtime, filesize, devmajor, devminor, rdevmajor,
@@ -49,34 +52,50 @@ static void entry(struct initramfs *ir, const char *path, unsigned mode, const v
 	put(ir, hdr, 110);
 	put(ir, path, namesize);
 	pad4(ir);
-	if (len)
-		put(ir, data, len);
-	pad4(ir);
 }
 
 void initramfs_dir(struct initramfs *ir, const char *path)
 {
-	entry(ir, path, 0040755, NULL, 0);
+	header(ir, path, 0040755, 0);
 }
 
 void initramfs_file(struct initramfs *ir, const char *path, unsigned mode, const void *data,
 		    size_t len)
 {
-	if (len > 0xffffffffu) {
-		ir->failed = 1; /* newc sizes are 32 bits */
+	header(ir, path, 0100000 | (mode & 07777), len);
+	put(ir, data, len);
+	pad4(ir);
+}
+
+void initramfs_file_from(struct initramfs *ir, const char *path, unsigned mode, int src)
+{
+	struct stat st;
+	if (ir->failed)
+		return;
+	if (fstat(src, &st) < 0) {
+		ir->failed = errno;
 		return;
 	}
-	entry(ir, path, 0100000 | (mode & 07777), data, len);
+	header(ir, path, 0100000 | (mode & 07777), (uint64_t)st.st_size);
+	off_t at = 0;
+	while (!ir->failed && at < st.st_size) {
+		ssize_t n = sendfile(ir->fd, src, &at, (size_t)(st.st_size - at));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) /* a file that shrank under us: the archive would lie */
+			ir->failed = n < 0 ? errno : EIO;
+		else
+			ir->len += n;
+	}
+	pad4(ir);
 }
 
 int initramfs_finish(struct initramfs *ir)
 {
-	entry(ir, "TRAILER!!!", 0, NULL, 0);
-	return ir->failed ? -1 : 0;
-}
-
-void initramfs_free(struct initramfs *ir)
-{
-	free(ir->buf);
-	*ir = (struct initramfs){0};
+	header(ir, "TRAILER!!!", 0, 0);
+	if (ir->failed) {
+		errno = ir->failed;
+		return -1;
+	}
+	return 0;
 }

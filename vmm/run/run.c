@@ -1,6 +1,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -257,34 +258,6 @@ static void record(struct conf *c, const char *key, const char *value)
 	c->len += need;
 }
 
-static char *read_whole(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return NULL;
-	char *buf = NULL;
-	size_t cap = 0;
-	*len = 0;
-	for (;;) {
-		if (cap - *len < 65536) {
-			char *b = realloc(buf, cap ? cap * 2 : 1 << 20);
-			if (!b) {
-				free(buf);
-				fclose(f);
-				return NULL;
-			}
-			buf = b;
-			cap = cap ? cap * 2 : 1 << 20;
-		}
-		size_t n = fread(buf + *len, 1, cap - *len, f);
-		*len += n;
-		if (n == 0)
-			break;
-	}
-	fclose(f);
-	return buf;
-}
-
 static const char *base_name(const char *path)
 {
 	const char *b = strrchr(path, '/');
@@ -339,8 +312,11 @@ static int build_initramfs(const struct run_options *o, char *path, size_t pathl
 	for (int i = 0; o->command[i]; i++)
 		record(&c, "arg", o->command[i]);
 
+	int fd = memfd_create("minivmm-run-initramfs", MFD_CLOEXEC);
+	if (fd < 0)
+		return bad("initramfs memfd: %s", strerror(errno));
 	struct initramfs ir;
-	initramfs_init(&ir);
+	initramfs_init(&ir, fd);
 	initramfs_file(&ir, "init", 0755, run_init_blob,
 		       (size_t)(run_init_blob_end - run_init_blob));
 	initramfs_dir(&ir, "minivmm");
@@ -349,15 +325,14 @@ static int build_initramfs(const struct run_options *o, char *path, size_t pathl
 	for (int i = 0; i < mods.n; i++) {
 		char mpath[PATH_MAX + 300], name[300];
 		snprintf(mpath, sizeof(mpath), "%s/%s", moddir, mods.path[i]);
-		size_t len;
-		char *data = read_whole(mpath, &len);
-		if (!data) {
+		int m = open(mpath, O_RDONLY | O_CLOEXEC);
+		if (m < 0) {
 			bad("cannot read module %s", mpath);
 			goto out;
 		}
 		snprintf(name, sizeof(name), "minivmm/modules/%s", base_name(mods.path[i]));
-		initramfs_file(&ir, name, 0644, data, len);
-		free(data);
+		initramfs_file_from(&ir, name, 0644, m);
+		close(m);
 		record(&c, "module", base_name(mods.path[i]));
 	}
 	if (c.failed) {
@@ -366,18 +341,15 @@ static int build_initramfs(const struct run_options *o, char *path, size_t pathl
 	}
 	initramfs_file(&ir, "minivmm/run.conf", 0644, c.p, c.len);
 	if (initramfs_finish(&ir)) {
-		bad("out of memory building the initramfs%s", "");
+		bad("building the initramfs: %s", strerror(errno));
 		goto out;
 	}
-	int fd = memfd_create("minivmm-run-initramfs", 0);
-	if (fd < 0 || write(fd, ir.buf, ir.len) != (ssize_t)ir.len) {
-		bad("initramfs memfd: %s", strerror(errno));
-		goto out;
-	}
+	/* The loader opens it by this path (--initrd); the descriptor stays open until exit. */
 	snprintf(path, pathlen, "/proc/self/fd/%d", fd); /* open until minivmm exits */
 	rc = 0;
 out:
-	initramfs_free(&ir);
+	if (rc)
+		close(fd);
 	free(c.p);
 	return rc;
 }
