@@ -106,7 +106,10 @@ static const char *ctrl_handle(struct vcon *c, const uint8_t *m, uint32_t len)
 	if (!p->added)
 		return "virtio-console: control message for a port never added";
 	if (event == VCON_PORT_NAME) {
-		uint32_t n = len - CTRL_HDR;
+		/* Up to the end of the message or a NUL (QEMU sends one, minivmm none). */
+		uint32_t n = 0;
+		while (CTRL_HDR + n < len && m[CTRL_HDR + n])
+			n++;
 		if (!n || n > VCON_NAME_MAX)
 			return "virtio-console: PORT_NAME empty or too long";
 		for (uint32_t i = 0; i < n; i++)
