@@ -12,6 +12,7 @@
 #include "test_blk.h"
 #include "test_blk_reset.h"
 #include "test_boot.h"
+#include "test_console.h"
 #include "test_counter.h"
 #include "test_demo.h"
 #include "test_fs.h"
@@ -43,6 +44,7 @@ static const struct {
     {"blk-durable", test_blk_durable},
     {"blk-reset", test_blk_reset},
     {"fs", test_fs},
+    {"console", test_console},
     {"serve", test_serve},
     {"udp_sink", test_udp_sink},
     {"udp_stream", test_udp_stream},

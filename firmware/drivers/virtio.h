@@ -33,7 +33,7 @@
 #define VIRTIO_ID_RNG 4
 
 #define VIRTIO_MAX_DEVS	  16
-#define VIRTIO_MAX_QUEUES 2   /* per device, the probe's devices need no more */
+#define VIRTIO_MAX_QUEUES 6   /* per device: a virtio console with one named port needs 6 */
 #define VIRTQ_MAX_SIZE	  256 /* desc, avail and used each fit one 4 KiB page */
 
 struct virtq_desc {

@@ -706,6 +706,31 @@ fs.file=probe.bin fs.size=$size fs.crc32=$crc fs.getattrs=1000" >$W/probe_fs_$t.
 	done
 }
 
+# The probe's virtio-console driver (test=console) on each transport: 1 MiB of its pattern
+# (console.seed=1) through a named port (the MULTIPORT handshake), the port's host file of
+# exactly that many bytes, its CRC-32 the probe's and the pattern's (c0f68319, computed on the
+# host by tests/integration/console_pattern.py).
+sc_probe_console() {
+	local t rc crc want=c0f68319
+	for t in pci mmio; do
+		rm -f $W/probe_console_$t.data
+		rc=0
+		timeout -s KILL 120 minivmm --kernel /probe/probe.elf --memory 256M \
+			--console virtio,transport=$t --vport probe.data:file=$W/probe_console_$t.data \
+			--cmdline "test=console console.seed=1" >$W/probe_console_$t.out \
+			2>$W/probe_console_$t.err || rc=$?
+		echo $rc >$W/probe_console_$t.rc
+		expect_status probe_console_$t 0 && expect_out probe_console_$t '^probe: PASS' || return 1
+		expect_out probe_console_$t "^probe: console devices=1 transport=$t multiport=1 max_nr_ports=2"
+		expect_out probe_console_$t '^probe: console port=1 name=probe.data'
+		expect_out probe_console_$t "^probe: console bytes=1048576 crc32=$want "
+		[ "$(stat -c %s $W/probe_console_$t.data)" = 1048576 ] ||
+			fail "probe_console_$t: the port's file has $(stat -c %s $W/probe_console_$t.data) bytes, not 1048576"
+		crc=$(gzip -c $W/probe_console_$t.data | tail -c8 | od -An -tx4 -N4 | tr -d ' ')
+		[ "$crc" = $want ] || fail "probe_console_$t: the port's file has CRC-32 $crc, not $want"
+	done
+}
+
 # counters NAME...: the probe's counter values on those consoles, joined (test=counter).
 counters() { for f in "$@"; do cat "$W/$f.out"; done | tr -d '\r' | sed -n 's/^probe: counter=\([0-9]*\) .*/\1/p' | tr '\n' ' '; }
 
@@ -1362,7 +1387,7 @@ sc_probe_tcp_loss() {
 	[ ! -f $W/.failed ]
 }
 
-ALL_SCENARIOS="console console_virtio console_virtio_mmio vports reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies share vublk_pci vublk_mmio vublk_backend_dies run balloon_pci balloon_mmio control probe probe_fs probe_vublk startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
+ALL_SCENARIOS="console console_virtio console_virtio_mmio vports reboot poweroff panic triple_fault info boot net_pci net_mmio net_timer_nooffload net_user blk_pci blk_mmio rootfs rng fs_pci fs_mmio fs_backend_dies share vublk_pci vublk_mmio vublk_backend_dies run balloon_pci balloon_mmio control probe probe_fs probe_console probe_vublk startup snapshot snapshot_high snapshot_user snapshot_devices snapshot_linux probe_tcp probe_tcp_loss"
 
 # run_one NAME: one try of a scenario, then whatever it left behind is cleared (also on failure:
 # VMMs, servers, taps, mounts); on failure its consoles, stderr and exit statuses are printed.
