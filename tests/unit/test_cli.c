@@ -421,9 +421,11 @@ Test(cli_parse, share_takes_its_directory_first)
 	cr_assert_eq(cfg.nr_devices, 1);
 	cr_assert_str_eq(cfg.devices[0].kind->flag, "share");
 	cr_assert(cfg.devices[0].kind->shares_memory);
+	cli_free_config(&cfg);
 	snprintf(spec, sizeof(spec), "path=%s", dir);
 	char *argv2[] = {"minivmm", "--kernel", "k", "--share", spec};
 	cr_assert_eq(parse(&cfg, 5, argv2), CLI_RUN, "%s", err);
+	cli_free_config(&cfg);
 	char *argv3[] = {"minivmm", "--kernel", "k", "--share", "tag=t1"};
 	cr_assert_eq(parse(&cfg, 5, argv3), CLI_ERROR);
 	cr_assert(strstr(err, "path=DIR is required"), "%s", err);
