@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -54,7 +55,8 @@ static uint64_t desc_gpa(int q)
  * with MULTIPORT would. */
 static void start(int nr)
 {
-	const struct device_env env = {.mem = &mem, .loop = &loop, .vports = ports, .nr_vports = nr};
+	const struct device_env env = {
+	    .mem = &mem, .loop = &loop, .vports = ports, .nr_vports = nr};
 	cr_assert_eq(virtio_console_kind.create(&slot, &env, "virtio-console0"), 0);
 	struct virtio_dev *dev = &slot.dev;
 	dev->transport = &transport;
@@ -100,7 +102,8 @@ static void setup(void)
 static void setup_both(void)
 {
 	prepare();
-	ports[0] = (struct vport_config){.name = "both", .out_fd = out_pipe[1], .in_fd = in_pipe[0]};
+	ports[0] =
+	    (struct vport_config){.name = "both", .out_fd = out_pipe[1], .in_fd = in_pipe[0]};
 	start(1);
 }
 
@@ -245,6 +248,9 @@ Test(vconsole_kind, output_and_input_with_its_end)
 	one(5, 0, BUF + 0x40000, sizeof(text) - 1, false);
 	cr_assert_eq(used_idx(5), 1, "the output was held back");
 	char got[64] = {0};
+	/* Written by the port's own thread: wait for it (bounded, not a guess at its timing). */
+	struct pollfd p = {.fd = out_pipe[0], .events = POLLIN};
+	cr_assert_eq(poll(&p, 1, 10000), 1, "port 1's output did not reach its descriptor");
 	cr_assert_eq(read(out_pipe[0], got, sizeof(got)), (ssize_t)sizeof(text) - 1);
 	cr_assert_str_eq(got, text);
 
