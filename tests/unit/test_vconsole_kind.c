@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -247,6 +248,9 @@ Test(vconsole_kind, output_and_input_with_its_end)
 	one(5, 0, BUF + 0x40000, sizeof(text) - 1, false);
 	cr_assert_eq(used_idx(5), 1, "the output was held back");
 	char got[64] = {0};
+	/* Written by the port's own thread: wait for it (bounded, not a guess at its timing). */
+	struct pollfd p = {.fd = out_pipe[0], .events = POLLIN};
+	cr_assert_eq(poll(&p, 1, 10000), 1, "port 1's output did not reach its descriptor");
 	cr_assert_eq(read(out_pipe[0], got, sizeof(got)), (ssize_t)sizeof(text) - 1);
 	cr_assert_str_eq(got, text);
 

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -347,7 +348,11 @@ Test(vport_host, input_waits_for_room_then_ends)
 	pthread_mutex_unlock(&keep_lock);
 	cr_assert_eq(sem_trywait(&end_sem), -1, "the end came before all the input");
 	vport_host_input_room(&host);
-	sem_wait(&end_sem);
+	/* Bounded: without the wake-up it would never come. */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	cr_assert_eq(sem_timedwait(&end_sem, &until), 0, "input_room did not wake the input");
 	cr_assert_eq(kept_len, 300);
 	cr_assert_eq(memcmp(kept, data, 300), 0);
 	cr_assert_eq(ends, 1);
