@@ -29,7 +29,8 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 FW_UNIT_SRCS := firmware/net/tcp.c firmware/net/vnet_hdr.c firmware/drivers/fuse.c
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(BUILD)/obj/%.o) $(FW_UNIT_SRCS:%.c=$(BUILD)/obj/%.o)
 
-.PHONY: all deps demo test unit-test integration-test linux-test sanitize-test format check-format \
+.PHONY: all deps demo test test-build unit-test integration-test linux-test sanitize-test \
+	sanitize-build format check-format \
 	check-layers check-pipes clean fuzz fuzz-replay fuzz-coverage mutants examples seccomp-cost snapshot-cost share-cost
 all: $(BUILD)/minivmm firmware examples
 
@@ -151,13 +152,21 @@ integration-test: all
 linux-test: all
 	MINIVMM=$(BUILD)/minivmm ./tests/linux/run.sh
 
-# The same unit and integration tests against an ASan+UBSan build.
-sanitize-test:
+# The same unit and integration tests against an ASan+UBSan build (MINIVMM_SANITIZED: the
+# integration tests that start no minivmm skip themselves, lib.sh's runs_no_vmm).
+sanitize-test: sanitize-build
 	$(MAKE) BUILD=build-san SANITIZE=1 unit-test
-	$(MAKE) BUILD=build-san SANITIZE=1 build-san/minivmm
-	MINIVMM=build-san/minivmm MINIVMM_SKIP_STOCK_KERNEL=1 ./tests/integration/run.sh
+	MINIVMM=build-san/minivmm MINIVMM_SKIP_STOCK_KERNEL=1 MINIVMM_SANITIZED=1 ./tests/integration/run.sh
+sanitize-build:
+	$(MAKE) BUILD=build-san SANITIZE=1 build-san/unit-tests build-san/minivmm
 
-test: check-format check-layers check-pipes unit-test fuzz-replay integration-test linux-test sanitize-test
+# `make test`: the source checks, then everything the stages run built at once (JOBS jobs, one
+# per CPU), then the stages one after another (they time guests: never side by side).
+JOBS ?= $(shell nproc)
+test:
+	$(MAKE) -j1 check-format check-layers check-pipes
+	$(MAKE) -j$(JOBS) test-build
+	$(MAKE) -j1 unit-test fuzz-replay integration-test linux-test sanitize-test
 	@echo "ALL TESTS PASSED"
 
 # Mutation check (not part of `make test`): every mutant in tests/mutants.txt, applied alone to a
@@ -224,12 +233,22 @@ FUZZ_api_CFLAGS := $(FUZZ_LIB_CFLAGS)
 FUZZ_api_FLAGS := -max_len=16384
 FUZZ_snapshot_state_FLAGS := -max_len=32768
 
+# Each source is compiled once for all targets (the two that link the whole VMM share ~90), with
+# the union of the targets' flags; a target links its harness with the objects of its sources.
+FUZZ_OBJ_CFLAGS := $(FUZZ_CFLAGS) $(FUZZ_LIB_CFLAGS) -MMD -MP
+fuzz_objs = $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(FUZZ_$(1)_SRCS))
+# (kept: intermediate files of a pattern rule would be deleted after every build)
+.SECONDARY: $(sort $(foreach n,$(FUZZ_NAMES),$(call fuzz_objs,$(n))))
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_OBJ_CFLAGS) -c -o $@ $<
+-include $(shell find $(FUZZ_BUILD)/obj -name '*.d' 2>/dev/null)
+
 .SECONDEXPANSION:
 .PRECIOUS: $(FUZZ_BUILD)/fuzz_%
-$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_$$*_SRCS) $$(wildcard tests/fuzz/*.h vmm/*/*.h \
-		base/*.h devices/*.h devices/virtio/*.h devices/backends/*.h arch/x86/*.h)
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $$(call fuzz_objs,$$*) $$(wildcard tests/fuzz/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_$*_CFLAGS) -o $@ $(filter %.c,$^) $(or $(FUZZ_$*_LIBS),-lpthread)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_$*_CFLAGS) -o $@ $< $(filter %.o,$^) $(or $(FUZZ_$*_LIBS),-lpthread)
 
 fuzz-%: $(FUZZ_BUILD)/fuzz_%
 	@mkdir -p $(FUZZ_BUILD)/corpus/$* tests/fuzz/corpus/$*
@@ -246,6 +265,9 @@ fuzz-replay-%: $(FUZZ_BUILD)/fuzz_%
 	@echo "fuzz-replay: $* ok ($$(ls tests/fuzz/corpus/$* | wc -l) inputs)"
 
 fuzz-replay: $(FUZZ_NAMES:%=fuzz-replay-%)
+
+# What `make test` builds before its stages run (after the fuzz targets' definitions).
+test-build: all $(BUILD)/unit-tests $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%) sanitize-build
 
 # Source coverage of each target over its checked-in corpus (FUZZ_COV_LEARNED=1 adds what runs
 # learned in build-fuzz/corpus): every input run once (-runs=0) by a build with

@@ -50,6 +50,14 @@ need_kvm() {
 	skip "this host has no /dev/kvm: no guest can run"
 }
 
+# runs_no_vmm: a test of scripts and host tools that starts no minivmm (where it calls this):
+# the sanitizer pass (`make sanitize-test` sets MINIVMM_SANITIZED=1) skips it, since the
+# sanitized build changes nothing it runs and the plain pass ran it already.
+runs_no_vmm() {
+	[ "${MINIVMM_SANITIZED:-0}" = 1 ] || return 0
+	skip "starts no minivmm here: the plain pass ran it, the sanitized build changes nothing it runs"
+}
+
 # run_vmm NAME TIMEOUT ARGS...: run minivmm with the serial console in $TEST_TMP/NAME.out and
 # its stderr in $TEST_TMP/NAME.err; sets VMM_STATUS. A timeout (status 124) is a failure.
 run_vmm() {

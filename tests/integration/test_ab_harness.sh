@@ -6,6 +6,7 @@
 # mid-boot is replaced by a fresh one that redoes that boot and counted apart (with the VMM it
 # was running), the table is also in summary.txt, and --table redoes it from the files.
 source "$(dirname "$0")/lib.sh"
+runs_no_vmm
 
 tag=$$
 state=$TEST_TMP/state

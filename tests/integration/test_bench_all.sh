@@ -6,6 +6,7 @@
 # command, machine line and plot land there, and nothing is written when a sweep failed or the
 # markers are missing.
 source "$(dirname "$0")/lib.sh"
+runs_no_vmm
 
 ALL=$ROOT/examples/bench-all.sh
 DOCS=$TEST_TMP/docs

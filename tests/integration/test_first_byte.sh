@@ -5,6 +5,7 @@
 # bytes is no answer, and a child that never answers ends in a timeout with answer_us=-1; and
 # --first-timeout ends a child that printed nothing by then.
 source "$(dirname "$0")/lib.sh"
+runs_no_vmm
 command -v python3 >/dev/null || skip "python3 is not installed"
 command -v cc >/dev/null || skip "no C compiler"
 

@@ -7,6 +7,7 @@
 # by the silence limit, heartbeats kept out of the printed logs, unknown scenario names refused,
 # and run.sh stopped by SIGTERM taking the test VM with it.
 source "$(dirname "$0")/lib.sh"
+runs_no_vmm
 
 tag=$$
 state=$TEST_TMP/state

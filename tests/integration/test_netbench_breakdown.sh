@@ -6,6 +6,7 @@
 # Where /dev/kvm works, also minivmm's own counters (exits, kicks, interrupts per packet).
 # Nothing the script made may outlive it.
 source "$(dirname "$0")/lib.sh"
+kvm_usable || runs_no_vmm
 source "$(dirname "$0")/netns.sh"
 netns_require
 command -v cc >/dev/null || skip "no C compiler"

@@ -9,6 +9,7 @@
 # the refusals of what a ceiling cannot measure. Where /dev/kvm works, --ceiling beside minivmm
 # for h2g and rr too. Nothing the script made may outlive it.
 source "$(dirname "$0")/lib.sh"
+kvm_usable || runs_no_vmm
 source "$(dirname "$0")/netns.sh"
 netns_require
 command -v cc >/dev/null || skip "no C compiler"

@@ -4,6 +4,7 @@
 # others not, and the message sizes as the x axis' tics; for rr the p50 and p99 latency and the
 # transactions/s. A missing gnuplot or an unusable file name is refused before anything runs.
 source "$(dirname "$0")/lib.sh"
+runs_no_vmm
 source "$(dirname "$0")/netns.sh"
 netns_require
 command -v cc >/dev/null || skip "no C compiler"

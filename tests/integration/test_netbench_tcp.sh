@@ -8,6 +8,7 @@
 # (where /dev/kvm works: TSO frames with on, none with off), and nothing the script made may
 # outlive it.
 source "$(dirname "$0")/lib.sh"
+kvm_usable || runs_no_vmm
 source "$(dirname "$0")/netns.sh"
 netns_require
 command -v cc >/dev/null || skip "no C compiler"

@@ -6,6 +6,7 @@
 # crr's server and guest disagreeing on transactions or connections, writes of the wrong size,
 # too few sends.
 source "$(dirname "$0")/lib.sh"
+runs_no_vmm
 source "$ROOT/examples/lib/netbench-verdicts.sh"
 
 # The lines, as printed by firmware/tests/test_tcp_{stream,sink,rr,crr}.c and

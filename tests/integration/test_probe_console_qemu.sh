@@ -7,6 +7,7 @@
 # console.port=com1 puts it on the serial console instead.
 # shellcheck disable=SC2054 # QEMU options take commas
 source "$(dirname "$0")/lib.sh"
+runs_no_vmm
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed"
 command -v python3 >/dev/null || skip "no python3 to make the expected pattern"
 

@@ -7,6 +7,7 @@
 # refused with ENOENT; a wrong size, sum or file name must fail the probe.
 # shellcheck disable=SC2054 # QEMU options take commas
 source "$(dirname "$0")/lib.sh"
+runs_no_vmm
 source "$(dirname "$0")/virtiofsd.sh"
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed"
 find_virtiofsd

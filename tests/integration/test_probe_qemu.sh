@@ -3,6 +3,7 @@
 # machine's KVM (PVM opt-in) and in plain ring 0 under TCG (the path hardware KVM takes), with
 # RAM above 4 GiB that it maps and checks.
 source "$(dirname "$0")/lib.sh"
+runs_no_vmm
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 is not installed"
 
 # Without a usable /dev/kvm only the TCG half runs (and says so).

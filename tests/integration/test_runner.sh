@@ -4,6 +4,7 @@
 # nothing it started outlives it; one that ignores SIGTERM is killed after the grace period.
 # run.sh stopped itself (SIGTERM, or Ctrl-C) stops the running test the same way first.
 source "$(dirname "$0")/lib.sh"
+runs_no_vmm
 
 d=$TEST_TMP/suite
 mkdir "$d"

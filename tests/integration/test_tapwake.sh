@@ -5,6 +5,7 @@
 # driver, with and without further --net options), get every frame and report
 # sane figures; a bad argument is a usage error (status 2). Its tap is its own and goes with it.
 source "$(dirname "$0")/lib.sh"
+runs_no_vmm
 [ "$(id -u)" = 0 ] || skip "a tap needs root"
 [ -c /dev/net/tun ] || skip "/dev/net/tun is missing"
 command -v cc >/dev/null || skip "no C compiler"

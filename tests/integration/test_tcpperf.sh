@@ -4,6 +4,7 @@
 # or cut short (caught: bad=, non-zero exit), request/response with ordered latency percentiles (a wrong echo caught), and
 # connect/request/response (crr) against crr-server, which catches a client that resets.
 source "$(dirname "$0")/lib.sh"
+runs_no_vmm
 command -v cc >/dev/null || skip "no C compiler"
 
 TCPPERF=$TEST_TMP/tcpperf
