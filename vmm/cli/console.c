@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "base/thread_sandbox.h"
 #include "base/user_file.h"
+#include "console_input.h"
 
 #define CTRL_A 0x01
 
@@ -215,26 +215,10 @@ static void *input_thread(void *arg)
 	struct console *c = arg;
 	pthread_setname_np(pthread_self(), "console-in");
 	for (;;) {
-		struct pollfd fds[2] = {{.fd = c->in_fd, .events = POLLIN},
-					{.fd = c->wake_fd, .events = POLLIN}};
-		if (poll(fds, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (fds[1].revents)
-			break;
-		if (!fds[0].revents)
-			continue;
-		/* Started before the process-wide filter: narrowed before the first input. */
-		if (thread_sandbox_narrow(SANDBOX_CONSOLE_IN))
-			break;
 		uint8_t buf[256];
-		ssize_t n = read(c->in_fd, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
+		ssize_t n = console_input_read(c->in_fd, c->wake_fd, buf, sizeof(buf));
 		if (n <= 0)
-			break; /* end of input: the guest keeps running */
+			break; /* end of input (or stopped): the guest keeps running */
 		if (!handle_input(c, buf, n)) {
 			c->quit(c->opaque);
 			break;

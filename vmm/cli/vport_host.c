@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "base/thread_sandbox.h"
+#include "console_input.h"
 
 /* The queue's thread: the bytes as they are, up to the cap. */
 static void sink(void *opaque, const uint8_t *buf, size_t len)
@@ -89,23 +89,9 @@ static void *input_thread(void *arg)
 	pthread_setname_np(pthread_self(), "vport-in");
 	uint8_t buf[4096];
 	for (;;) {
-		struct pollfd fds[2] = {{.fd = h->cfg->in_fd, .events = POLLIN},
-					{.fd = h->wake_fd, .events = POLLIN}};
-		if (poll(fds, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
+		ssize_t n = console_input_read(h->cfg->in_fd, h->wake_fd, buf, sizeof(buf));
+		if (n == CONSOLE_INPUT_STOP)
 			break;
-		}
-		if (fds[1].revents)
-			break;
-		if (!fds[0].revents)
-			continue;
-		/* Started before the process-wide filter: narrowed before the first input. */
-		if (thread_sandbox_narrow(SANDBOX_CONSOLE_IN))
-			break;
-		ssize_t n = read(h->cfg->in_fd, buf, sizeof(buf));
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
 		if (n <= 0) {
 			if (n < 0)
 				log_warn("vport %s: its input failed (%s): taken as its end",
