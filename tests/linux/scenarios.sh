@@ -36,12 +36,14 @@ watch_l2() {
 	done
 }
 
-# run_l2 NAME LIMIT ARGS...: minivmm ARGS (stdin, stdout and stderr already redirected by the
-# caller) under watch_l2; its exit status in $W/NAME.rc (137 when killed).
+# run_l2 NAME LIMIT STDIN ARGS...: minivmm ARGS under watch_l2, its stdin from STDIN, console
+# in $W/NAME.out, stderr in $W/NAME.err, exit status in $W/NAME.rc (137 when killed). (The
+# redirections are minivmm's own: an asynchronous command's stdin would be /dev/null, and a
+# check's line must not land in the console file.)
 run_l2() {
-	local name=$1 limit=$2 rc=0 pid watcher
-	shift 2
-	minivmm "$@" &
+	local name=$1 limit=$2 in=$3 rc=0 pid watcher
+	shift 3
+	minivmm "$@" <"$in" >"$W/$name.out" 2>"$W/$name.err" &
 	pid=$!
 	watch_l2 "$name" $pid "$limit" &
 	watcher=$!
@@ -63,8 +65,8 @@ l2() {
 	[ "${1:-}" = -- ] && shift
 	extra="$*"
 	LAST=$name
-	run_l2 "$name" "$limit" --kernel $L2_KERNEL --initrd $L2_INITRD $args \
-		--cmdline "$L2_CMDLINE l2=$name $extra" </dev/null >"$W/$name.out" 2>"$W/$name.err"
+	run_l2 "$name" "$limit" /dev/null --kernel $L2_KERNEL --initrd $L2_INITRD $args \
+		--cmdline "$L2_CMDLINE l2=$name $extra"
 }
 
 status_of() { cat "$W/$1.rc"; }
@@ -82,9 +84,8 @@ l2_start() {
 	LAST=$name
 	mkfifo "$W/$name.in"
 	exec 7<>"$W/$name.in"
-	run_l2 "$name" "$limit" --kernel $L2_KERNEL --initrd $L2_INITRD $args \
-		--cmdline "$L2_CMDLINE l2=$name l2.end=wait $*" <"$W/$name.in" \
-		>"$W/$name.out" 2>"$W/$name.err" &
+	run_l2 "$name" "$limit" "$W/$name.in" --kernel $L2_KERNEL --initrd $L2_INITRD $args \
+		--cmdline "$L2_CMDLINE l2=$name l2.end=wait $*" &
 	VMM_JOB=$!
 	i=0
 	while ! VMM_PID=$(pidof minivmm) && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
