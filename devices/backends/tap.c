@@ -1,6 +1,6 @@
 /* The tap backend on its default path, top to bottom: one writev per frame sent, one read() per
- * frame received, the tap's EPOLLIN and EPOLLOUT on the I/O thread's loop. The io_uring paths
- * (tx-uring=on, rx-uring=on) are in tap_uring.c (tap_internal.h says what crosses). */
+ * frame received, the tap's EPOLLIN and EPOLLOUT on the I/O thread's loop. The io_uring path
+ * (tx-uring=on) is in tap_uring.c (tap_internal.h says what crosses). */
 #include "tap.h"
 #include "tap_internal.h"
 
@@ -30,12 +30,10 @@ static void watch_in(struct event_watch *w, bool on)
 	event_watch_change(w, on ? EPOLLIN : 0, on ? 0 : EPOLLIN);
 }
 
-/* What tells the loop that frames wait: the tap's EPOLLIN, or the ring's eventfd while the ring
- * receives (tap_uring.c); neither while the device wants none or the tap is gone. */
+/* What tells the loop that frames wait: the tap's EPOLLIN, while the device wants frames. */
 static void update_rx_watch(struct tap *t)
 {
-	bool ring = t->uring && tap_uring_rx_watch(t);
-	watch_in(&t->watch, t->rx_wanted && !ring);
+	watch_in(&t->watch, t->rx_wanted);
 }
 
 static void mark_gone(struct tap *t, const char *why)
@@ -44,8 +42,6 @@ static void mark_gone(struct tap *t, const char *why)
 		return;
 	/* Stop watching: a dead tap fd reports errors forever and would spin the loop. */
 	event_watch_remove(&t->watch);
-	if (t->uring)
-		tap_uring_unwatch(t);
 	if (t->be.client.link_down)
 		t->be.client.link_down(t->be.client.opaque, why);
 }
@@ -95,8 +91,8 @@ static const char *tap_tx_path(struct net_backend *be)
 
 static const char *tap_rx_path(struct net_backend *be)
 {
-	struct tap *t = (struct tap *)be;
-	return t->uring && tap_uring_rx_in_use(t) ? "io_uring" : "read";
+	(void)be;
+	return "read";
 }
 
 /* One read() of the tap: the frame's length, 0 when the tap is empty, or -errno (it is gone). */
@@ -121,9 +117,6 @@ static ssize_t tap_recv(struct net_backend *be, uint8_t *buf, size_t len)
 	struct tap *t = (struct tap *)be;
 	if (is_gone(t))
 		return -ENODEV;
-	ssize_t got;
-	if (t->uring && tap_uring_recv(t, buf, len, &got))
-		return got;
 	return read_frame(t, buf, len);
 }
 
@@ -166,7 +159,7 @@ static void tap_set_rx_enabled(struct net_backend *be, bool enabled)
 	update_rx_watch(t);
 }
 
-/* What is left once nothing watches the tap and no read is in flight. */
+/* What is left once nothing watches the tap. */
 static void free_tap(struct tap *t)
 {
 	event_watch_destroy(&t->watch);
@@ -180,8 +173,6 @@ static void tap_destroy(struct net_backend *be)
 {
 	struct tap *t = (struct tap *)be;
 	event_watch_remove(&t->watch);
-	if (t->uring)
-		tap_uring_stop(t);
 	free_tap(t);
 }
 
@@ -290,29 +281,21 @@ struct net_backend *tap_backend_open(const char *name, struct event_loop *loop,
 	event_watch_init(&t->watch, loop);
 	snprintf(t->name, sizeof(t->name), "%s", ifr.ifr_name);
 	probe_offloads(t);
-	if (uring)
-		tap_uring_open(t, uring); /* tx-uring=on, rx-uring=on: tap_uring.c */
+	if (uring & TAP_URING_TX)
+		tap_uring_open(t); /* tx-uring=on: tap_uring.c */
 	/* Receiving starts when the device asks for it (the guest has posted buffers). */
-	if (event_watch_add(&t->watch, fd, 0, tap_event, t) < 0 ||
-	    (t->uring && tap_uring_watch(t) < 0)) {
+	if (event_watch_add(&t->watch, fd, 0, tap_event, t) < 0) {
 		snprintf(err, errlen, "tap '%s': cannot watch it", name);
 		event_watch_remove(&t->watch);
-		if (t->uring)
-			tap_uring_stop(t);
 		free_tap(t);
 		return NULL;
 	}
 	return &t->be;
 }
 
-/* For tap_uring.c (tap_internal.h): the default path's own calls, which it makes directly. */
+/* For tap_uring.c (tap_internal.h): the default path's own call, which it makes directly. */
 
 int tap_write_frame(struct net_backend *be, const struct iovec *iov, int iovcnt)
 {
 	return tap_send(be, iov, iovcnt);
-}
-
-void tap_rx_watch_update(struct tap *t)
-{
-	update_rx_watch(t);
 }

@@ -1,8 +1,8 @@
 /* What the tap backend's files share, and nothing else: the tap (tap.c: the default path, one
  * writev per frame sent and one read() per frame received) and the calls between it and its
- * io_uring paths (tap_uring.c: tx-uring=on, rx-uring=on). tap.c reaches tap_uring.c only when a
- * ring was asked for (t->uring), and for send_batch, which the device calls only with
- * tx-uring=on. Private to devices/backends/tap*.c. */
+ * io_uring path (tap_uring.c: tx-uring=on). tap.c reaches tap_uring.c only when the ring was
+ * asked for (t->uring), and for send_batch, which the device calls only with tx-uring=on.
+ * Private to devices/backends/tap*.c. */
 #ifndef MINIVMM_NET_TAP_INTERNAL_H
 #define MINIVMM_NET_TAP_INTERNAL_H
 
@@ -29,7 +29,7 @@ struct tap {
 	bool gone;	/* atomic: set once, by whichever thread sees the tap fail */
 	bool rx_wanted; /* the device wants frames (set_rx_enabled) */
 	struct net_offloads supported;
-	/* tx-uring=on or rx-uring=on: the rings (tap_uring.c), set at open; else NULL. */
+	/* tx-uring=on: the ring (tap_uring.c), set at open; else NULL. */
 	struct tap_uring *uring;
 };
 
@@ -39,23 +39,13 @@ static inline bool is_gone(struct tap *t)
 }
 
 /* tap.c, for tap_uring.c: one writev of a frame (tap.c's send, with its EAGAIN and gone
- * handling), and the receive watch brought up to date after the ring's state changed. */
+ * handling). */
 int tap_write_frame(struct net_backend *be, const struct iovec *iov, int iovcnt);
-void tap_rx_watch_update(struct tap *t);
 
-/* tap_uring.c. Open: the rings uring (TAP_URING_* flags) asks for, each given up with a
- * warning where the kernel refuses it (t->uring stays NULL only when nothing could be
- * allocated). The rest only with t->uring set. */
-void tap_uring_open(struct tap *t, unsigned uring);
-int tap_uring_watch(struct tap *t); /* watch the ring's eventfd (-1: cannot) */
-/* Sets the eventfd's watch; returns whether the ring receives (so the tap's EPOLLIN is off). */
-bool tap_uring_rx_watch(struct tap *t);
-/* Receive through the ring: true with *got set, or false: read() takes this frame. */
-bool tap_uring_recv(struct tap *t, uint8_t *buf, size_t len, ssize_t *got);
+/* tap_uring.c. Open: the ring, given up with a warning where the kernel refuses it (t->uring
+ * stays NULL only when nothing could be allocated). The rest only with t->uring set. */
+void tap_uring_open(struct tap *t);
 bool tap_uring_tx_in_use(struct tap *t);
-bool tap_uring_rx_in_use(struct tap *t);
-void tap_uring_unwatch(struct tap *t); /* the tap is gone */
-void tap_uring_stop(struct tap *t);    /* before free: no read in flight, no eventfd */
 void tap_uring_free(struct tap *t);
 /* The backend's send_batch: through the tx ring, or writev by writev without one. */
 int tap_send_batch(struct net_backend *be, struct net_frame *f, int n);
