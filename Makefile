@@ -203,8 +203,10 @@ FUZZ_VDEV_SRCS := devices/virtio/virtio.c devices/virtio/virtqueue.c base/guest_
 FUZZ_virtio_rng_SRCS := devices/virtio/rng.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_SRCS := devices/virtio/blk.c devices/backends/blk_io.c base/user_file.c $(FUZZ_VDEV_SRCS)
 FUZZ_virtio_blk_LIBS := -lpthread -luring
-FUZZ_virtio_net_SRCS := devices/virtio/net.c devices/backends/tap.c devices/backends/slirp.c \
-	devices/backends/slirp_lib.c devices/backends/slirp_gate.c $(FUZZ_VDEV_SRCS)
+FUZZ_virtio_net_SRCS := devices/virtio/net.c devices/virtio/net_timer_tx.c devices/virtio/net_poll.c \
+	devices/virtio/net_tx_batch.c devices/backends/tap.c devices/backends/tap_uring.c \
+	devices/backends/slirp.c devices/backends/slirp_lib.c devices/backends/slirp_gate.c \
+	$(FUZZ_VDEV_SRCS)
 FUZZ_virtio_net_LIBS := -lpthread -ldl -luring
 FUZZ_virtio_balloon_SRCS := devices/virtio/balloon.c $(FUZZ_VDEV_SRCS)
 # Per-target libFuzzer options. Device models warn on stderr about every broken driver: keep it
@@ -287,7 +289,8 @@ FUZZ_cli_COV := vmm/cli/cli.c vmm/cli/options.c vmm/kinds/disk.c vmm/kinds/net.c
 FUZZ_kernel_loaders_COV := arch/x86/boot.c arch/x86/bzimage.c arch/x86/elf.c arch/x86/pvh.c \
 	arch/x86/initrd.c arch/x86/boot_params.c arch/x86/e820.c arch/x86/cmdline.c
 FUZZ_virtio_blk_COV := devices/virtio/blk.c devices/backends/blk_io.c
-FUZZ_virtio_net_COV := devices/virtio/net.c
+FUZZ_virtio_net_COV := devices/virtio/net.c devices/virtio/net_timer_tx.c devices/virtio/net_poll.c \
+	devices/virtio/net_tx_batch.c
 FUZZ_virtio_rng_COV := devices/virtio/rng.c
 FUZZ_virtio_balloon_COV := devices/virtio/balloon.c
 

@@ -41,8 +41,8 @@ struct net_backend_ops {
 	 * the next frame met a full backend (-EAGAIN: retry it after tx_ready) and no frame
 	 * after it was sent. */
 	int (*send_batch)(struct net_backend *be, struct net_frame *frames, int n);
-	/* Optional: how frames are written ("writev", "io_uring") and read ("read",
-	 * "io_uring"), for status and logs. */
+	/* Optional: how frames are written ("writev", "io_uring") and read ("read"), for status
+	 * and logs. */
 	const char *(*tx_path)(struct net_backend *be);
 	const char *(*rx_path)(struct net_backend *be);
 	/* Receive one frame (header + frame) into buf. Returns its length, 0 when nothing is

@@ -1,4 +1,8 @@
+/* virtio-net: the device, and its default path top to bottom (transmit in a bottom half, one
+ * frame per send; receive in batches). The other transmit modes, tx=timer and tx-uring=on's
+ * batches, and adaptive polling are in files of their own (net_internal.h says what crosses). */
 #include "net.h"
+#include "net_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -40,8 +44,6 @@
 #define VIRTIO_NET_HDR_GSO_UDP_L4   5
 #define VIRTIO_NET_HDR_GSO_ECN	    0x80
 
-#define RX_QUEUE       0
-#define TX_QUEUE       1
 #define NET_QUEUE_SIZE 256
 #define NET_MTU	       1500
 /* Largest frame a backend hands us: a 64 KiB GSO frame plus Ethernet and the header. */
@@ -50,70 +52,6 @@
 #define RX_BATCH 64
 /* Most guest buffers one merged frame may use. */
 #define RX_MAX_CHAINS 64
-/* tx-uring=on: chains gathered and handed to the backend in one send_batch call. */
-#define TX_BATCH 64
-/* The iovecs a batch's frames share: always room for the longest chain (header + out). */
-#define TX_BATCH_IOVS (2 * (VIRTQ_MAX_SIZE + 1))
-/* Checks for a used-ring interrupt per ring's worth of transmitted frames, within a burst too:
- * often enough that a driver waiting for room wakes well before the ring drains, rarely enough
- * that without EVENT_IDX a ring's worth raises at most this many interrupts. */
-#define TX_NOTIFY_CHECKS 8
-
-struct virtio_net_config_space {
-	uint8_t mac[6];
-	uint16_t status;
-	uint16_t max_virtqueue_pairs;
-	uint16_t mtu;
-} __attribute__((packed));
-
-/* A chain popped for a batch: what pushing it back needs, and our copy of its header. */
-struct tx_slot {
-	uint16_t head;
-	bool allowed; /* tx_header_allowed: else dropped (-EPROTO), never sent */
-	size_t len;   /* frame bytes after the header */
-	uint8_t hdr[NET_HDR_LEN];
-};
-
-/* The batched transmit path's buffers (tx-uring=on), allocated once. */
-struct tx_batch {
-	struct tx_slot slot[TX_BATCH];
-	struct net_frame frame[TX_BATCH];
-	struct iovec iov[TX_BATCH_IOVS];
-};
-
-struct virtio_net {
-	struct virtio_dev *dev;
-	struct event_loop *loop;
-	struct net_options cfg;
-	struct net_backend *backend;
-	struct virtio_net_config_space config;
-	struct virtq_elem *elem; /* one chain at a time; allocated once */
-	/* A transmitted frame as the backend gets it: our copy of the header, then the guest's
-	 * buffers, so the header checked is the header sent. */
-	uint8_t tx_hdr[NET_HDR_LEN];
-	struct iovec *tx_iov;	   /* VIRTQ_MAX_SIZE + 1 entries */
-	struct tx_batch *tx_batch; /* tx-uring=on with a backend that takes batches; else NULL */
-	uint8_t *rx_buf;
-	ssize_t rx_pending; /* bytes of a frame read from the backend and not yet delivered */
-	bool rx_enabled;
-	bool tx_blocked;   /* the backend is full: wait for tx_ready */
-	bool link_changed; /* by a restore: the driver must read the status again */
-	/* Adaptive polling (poll-us): the loop polls our rings before it sleeps. */
-	struct event_poller poller;
-	bool poller_added;
-	bool polling;	       /* between the poller's begin and end: transmit kicks stay off */
-	uint16_t rx_stall_idx; /* the receive ring's avail->idx when receive last stalled */
-	struct bottom_half tx_bh;
-	struct event_timer tx_timer;
-	struct bottom_half rx_bh;
-	uint64_t tx_packets, tx_bytes, tx_dropped, rx_packets, rx_bytes, rx_dropped;
-	uint64_t poll_tx, poll_rx;
-};
-
-static bool live(const struct virtio_net *n)
-{
-	return virtio_dev_live(n->dev);
-}
 
 /* ---- transmit ---- */
 
@@ -233,87 +171,6 @@ static unsigned tx_flush(struct virtio_net *n, unsigned burst, bool *more)
 	return done;
 }
 
-/* Gather up to want chains into n->tx_batch (each with its own header copy and iovecs) and
- * the frames among them that may be sent. Returns the chains gathered, or -1 (device broken);
- * *empty when the ring ran out. */
-static int tx_gather(struct virtio_net *n, unsigned want, unsigned *nframes, bool *empty)
-{
-	struct tx_batch *b = n->tx_batch;
-	unsigned got = 0;
-	size_t iovs = 0;
-	*nframes = 0;
-	*empty = false;
-	while (got < want) {
-		int rc = tx_pop(n);
-		if (rc < 0)
-			return -1;
-		if (rc == 0) {
-			*empty = true;
-			break;
-		}
-		if (iovs + n->elem->out_num + 1 > TX_BATCH_IOVS) {
-			virtqueue_unpop(&n->dev->vqs[TX_QUEUE]); /* first in the next batch */
-			break;
-		}
-		struct tx_slot *s = &b->slot[got++];
-		struct iovec *iov = b->iov + iovs;
-		int cnt = tx_build_iov(n->elem, s->hdr, iov);
-		iovs += (size_t)cnt;
-		s->head = n->elem->head;
-		s->len = n->elem->out_len - NET_HDR_LEN;
-		s->allowed = tx_header_allowed(n->dev, s->hdr);
-		if (s->allowed)
-			b->frame[(*nframes)++] = (struct net_frame){.iov = iov, .iovcnt = cnt};
-	}
-	return (int)got;
-}
-
-/* tx-uring=on: as tx_flush, but up to TX_BATCH frames at a time go to the backend in one
- * send_batch call. A frame the backend refuses (full) and every chain after it go back on the
- * ring, in order, and are sent first when it has room. dev->lock held. */
-static unsigned tx_flush_batched(struct virtio_net *n, unsigned burst, bool *more)
-{
-	struct virtio_dev *dev = n->dev;
-	struct virtqueue *vq = &dev->vqs[TX_QUEUE];
-	struct tx_batch *b = n->tx_batch;
-	unsigned done = 0, unchecked = 0;
-	unsigned every = vq->size > TX_NOTIFY_CHECKS ? vq->size / TX_NOTIFY_CHECKS : 1;
-	*more = false;
-	while (done < burst) {
-		unsigned nframes;
-		bool empty;
-		int got = tx_gather(n, burst - done < TX_BATCH ? burst - done : TX_BATCH, &nframes,
-				    &empty);
-		if (got < 0)
-			return done;
-		int sent =
-		    nframes ? n->backend->ops->send_batch(n->backend, b->frame, (int)nframes) : 0;
-		if (sent < 0 || sent > (int)nframes)
-			sent = 0; /* a backend's mistake: resend rather than lose */
-		unsigned i = 0, f = 0;
-		for (; i < (unsigned)got; i++) {
-			const struct tx_slot *s = &b->slot[i];
-			if (s->allowed && f == (unsigned)sent)
-				break; /* refused: this chain and the rest go back */
-			int rc = s->allowed ? b->frame[f++].rc : -EPROTO;
-			tx_complete(n, s->head, s->len, rc, &unchecked, every);
-			done++;
-		}
-		if (i < (unsigned)got) {
-			for (; i < (unsigned)got; i++)
-				virtqueue_unpop(vq);
-			n->tx_blocked = true;
-			break;
-		}
-		if (empty)
-			break;
-	}
-	if (unchecked)
-		virtio_dev_notify_used(dev, TX_QUEUE);
-	*more = done == burst;
-	return done;
-}
-
 /* One transmit pass, from the bottom half or the timer: drain a burst; after a full one, or if
  * frames arrived while kicks were being re-enabled, ask for another pass (kicks stay off), so a
  * frame queued meanwhile is never stranded. Returns whether another pass is needed. */
@@ -325,15 +182,15 @@ static bool tx_pass(struct virtio_net *n)
 	if (live(n) && !n->tx_blocked) {
 		struct virtqueue *vq = &dev->vqs[TX_QUEUE];
 		bool more;
-		if (n->tx_batch)
-			tx_flush_batched(n, n->cfg.tx_burst, &more);
+		if (n->tx_batch) /* tx-uring=on: net_tx_batch.c */
+			net_tx_flush_batched(n, n->cfg.tx_burst, &more);
 		else
 			tx_flush(n, n->cfg.tx_burst, &more);
 		if (more) {
 			again = true;
 		} else if (n->polling) {
 			/* Kicks stay off: the loop polls the ring, and turns them back on (and
-			 * looks once more) before it sleeps (poll_end). */
+			 * looks once more) before it sleeps (poll_end, net_poll.c). */
 		} else if (!n->tx_blocked && !dev->broken && virtqueue_set_notification(vq, true)) {
 			virtqueue_set_notification(vq, false);
 			again = true;
@@ -350,26 +207,14 @@ static void tx_bh_run(void *opaque)
 		bottom_half_schedule(n->loop, &n->tx_bh);
 }
 
-/* The timer algorithm: a kick arms a timer, the timer flushes the ring. */
-static void tx_timer_run(void *opaque)
-{
-	struct virtio_net *n = opaque;
-	if (tx_pass(n))
-		event_timer_arm(&n->tx_timer, (uint64_t)n->cfg.tx_timer_us * 1000);
-}
-
 static void tx_kick(struct virtio_net *n)
 {
 	struct virtio_dev *dev = n->dev;
 	virtqueue_set_notification(&dev->vqs[TX_QUEUE], false);
 	if (n->cfg.tx_mode == NET_TX_BH) {
 		bottom_half_schedule(dev->loop, &n->tx_bh);
-	} else if (n->tx_timer.armed) {
-		/* A kick while the timer waits: flush now, as the timer algorithm always did. */
-		event_timer_cancel(&n->tx_timer);
-		bottom_half_schedule(dev->loop, &n->tx_bh);
 	} else {
-		event_timer_arm(&n->tx_timer, (uint64_t)n->cfg.tx_timer_us * 1000);
+		net_tx_timer_kick(n); /* tx=timer: net_timer_tx.c */
 	}
 }
 
@@ -506,8 +351,8 @@ static void rx_process(struct virtio_net *n)
 	}
 	if (delivered)
 		virtio_dev_notify_used(dev, RX_QUEUE);
-	if (stalled) /* a poll looks for buffers posted after this (poll_check) */
-		n->rx_stall_idx = virtqueue_avail_idx(&dev->vqs[RX_QUEUE]);
+	if (stalled) /* a poll looks for buffers posted after this (net_poll.c) */
+		rx_stall_mark(n);
 	/* No guest buffers: stop reading the backend until the guest posts more (it kicks). */
 	set_rx_enabled(n, live(n) && !stalled);
 	if (live(n) && !stalled && delivered == RX_BATCH)
@@ -543,65 +388,6 @@ static void backend_link_down(void *opaque, const char *why)
 	if (dev->status & VIRTIO_STATUS_DRIVER_OK)
 		dev->transport->signal_config(dev);
 	virtio_dev_unlock(dev);
-}
-
-/* ---- adaptive polling (poll-us; the policy is base/adaptive_poll.h) ---- */
-
-/* The loop starts polling instead of sleeping: the guest need not kick for transmit frames. */
-static void poll_begin(void *opaque)
-{
-	struct virtio_net *n = opaque;
-	virtio_dev_lock(n->dev);
-	n->polling = true;
-	if (live(n))
-		virtqueue_suppress_kicks(&n->dev->vqs[TX_QUEUE]);
-	virtio_dev_unlock(n->dev);
-}
-
-/* One look, no system call: transmit frames (unless the backend is full: they wait for
- * tx_ready, and reporting them would spin), and receive buffers posted since receive stalled
- * for want of them (not the same ones again: a frame too big for them would spin). The tap is
- * the loop's fd checks' business. */
-static bool poll_check(void *opaque)
-{
-	struct virtio_net *n = opaque;
-	struct virtio_dev *dev = n->dev;
-	bool tx = false, rx = false;
-	virtio_dev_lock(dev);
-	if (live(n)) {
-		tx = !n->tx_blocked && virtqueue_has_work(&dev->vqs[TX_QUEUE]);
-		rx = !n->rx_enabled && virtqueue_avail_idx(&dev->vqs[RX_QUEUE]) != n->rx_stall_idx;
-		n->poll_tx += tx;
-		n->poll_rx += rx;
-		if (rx) /* counted once: rx_process moves it on if it stalls again */
-			n->rx_stall_idx = virtqueue_avail_idx(&dev->vqs[RX_QUEUE]);
-	}
-	virtio_dev_unlock(dev);
-	if (tx)
-		bottom_half_schedule(n->loop, &n->tx_bh);
-	if (rx)
-		bottom_half_schedule(n->loop, &n->rx_bh);
-	return tx || rx;
-}
-
-/* The loop will sleep: kicks back on, then one more look, since a frame queued after the last
- * poll and before the driver saw kicks on gets no kick. */
-static bool poll_end(void *opaque)
-{
-	struct virtio_net *n = opaque;
-	struct virtio_dev *dev = n->dev;
-	struct virtqueue *vq = &dev->vqs[TX_QUEUE];
-	bool work = false;
-	virtio_dev_lock(dev);
-	n->polling = false;
-	if (live(n) && !n->tx_blocked && virtqueue_set_notification(vq, true)) {
-		virtqueue_set_notification(vq, false);
-		work = true;
-	}
-	virtio_dev_unlock(dev);
-	if (work)
-		bottom_half_schedule(n->loop, &n->tx_bh);
-	return work;
 }
 
 /* ---- virtio device operations ---- */
@@ -643,7 +429,7 @@ static int activate(struct virtio_dev *dev)
 static void reset(struct virtio_dev *dev)
 {
 	struct virtio_net *n = dev->priv;
-	event_timer_cancel(&n->tx_timer);
+	net_tx_timer_cancel(n);
 	set_rx_enabled(n, false);
 	n->rx_pending = 0;
 	n->tx_blocked = false;
@@ -706,11 +492,10 @@ static void virtio_net_free(struct virtio_net *n)
 	if (!n)
 		return;
 	if (n->poller_added)
-		event_loop_del_poller(n->loop, &n->poller);
+		net_poll_del(n);
 	if (n->backend)
 		n->backend->ops->destroy(n->backend);
-	if (n->tx_timer.src.fn)
-		event_timer_destroy(n->loop, &n->tx_timer);
+	net_tx_timer_destroy(n);
 	free(n->elem);
 	free(n->tx_iov);
 	free(n->tx_batch);
@@ -740,7 +525,7 @@ struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *m
 	}
 	bottom_half_init(&n->tx_bh, tx_bh_run, n);
 	bottom_half_init(&n->rx_bh, rx_bh_run, n);
-	if (event_timer_init(loop, &n->tx_timer, tx_timer_run, n)) {
+	if (net_tx_timer_init(n)) {
 		virtio_net_free(n);
 		return NULL;
 	}
@@ -755,8 +540,7 @@ struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *m
 		virtio_net_free(n);
 		return NULL;
 	}
-	if (cfg->tx_uring && n->backend->ops->send_batch &&
-	    !(n->tx_batch = malloc(sizeof(*n->tx_batch)))) {
+	if (cfg->tx_uring && n->backend->ops->send_batch && !(n->tx_batch = net_tx_batch_alloc())) {
 		log_error("%s: out of memory", label);
 		virtio_net_free(n);
 		return NULL;
@@ -770,15 +554,8 @@ struct virtio_net *virtio_net_create(struct virtio_dev *dev, struct guest_mem *m
 	/* Every device shares net_ops; the offered features are per device. */
 	const struct virtio_dev_params params = {.features = offered_features(n), .nr_queues = 2};
 	virtio_dev_init(dev, &net_ops, &params, n, mem, loop, label);
-	if (cfg->poll_us) {
-		n->poller = (struct event_poller){.begin = poll_begin,
-						  .poll = poll_check,
-						  .end = poll_end,
-						  .opaque = n,
-						  .max_ns = (uint64_t)cfg->poll_us * 1000};
-		event_loop_add_poller(loop, &n->poller);
-		n->poller_added = true;
-	}
+	if (cfg->poll_us)
+		net_poll_add(n); /* net_poll.c */
 	log_info("%s: %s backend%s%s, mac %02x:%02x:%02x:%02x:%02x:%02x, tx=%s (burst %u, %s%s), "
 		 "rx by %s, poll %u us, offloads %s, features 0x%llx",
 		 label, cfg->user ? "user-mode" : n->backend->ops->name, cfg->user ? "" : " ",
@@ -891,4 +668,33 @@ void virtio_net_resignal(struct virtio_net *n)
 void virtio_net_destroy(struct virtio_net *n)
 {
 	virtio_net_free(n);
+}
+
+/* ---- for the other modes' files (net_internal.h): net.c's own steps, which the default path
+ * calls directly ---- */
+
+bool net_tx_pass(struct virtio_net *n)
+{
+	return tx_pass(n);
+}
+
+int net_tx_pop(struct virtio_net *n)
+{
+	return tx_pop(n);
+}
+
+int net_tx_build_iov(const struct virtq_elem *e, uint8_t *hdr, struct iovec *iov)
+{
+	return tx_build_iov(e, hdr, iov);
+}
+
+bool net_tx_header_allowed(const struct virtio_dev *dev, const uint8_t *hdr)
+{
+	return tx_header_allowed(dev, hdr);
+}
+
+void net_tx_complete(struct virtio_net *n, uint16_t head, size_t len, int rc, unsigned *unchecked,
+		     unsigned every)
+{
+	tx_complete(n, head, len, rc, unchecked, every);
 }

@@ -27,7 +27,6 @@ struct net_options {
 	bool offload;
 	uint32_t poll_us; /* adaptive polling's bound on the I/O thread; 0: off */
 	bool tx_uring;	  /* tap: each transmit batch in one io_uring submission */
-	bool rx_uring;	  /* tap: reads kept in flight through io_uring, reaped in batches */
 };
 
 #define NET_DEFAULT_TX_BURST	256
@@ -70,7 +69,7 @@ void virtio_net_stats(const struct virtio_net *n, struct virtio_net_stats *out);
 /* How the backend writes transmitted frames ("writev", "io_uring"; the backend's name where it
  * does not say), and whether frames go to it in batches (tx-uring=on). */
 const char *virtio_net_tx_path(const struct virtio_net *n);
-/* How the backend reads received frames ("read", "io_uring"; its name where it does not say). */
+/* How the backend reads received frames ("read"; its name where it does not say). */
 const char *virtio_net_rx_path(const struct virtio_net *n);
 
 /* The device's own state, as a snapshot stores it (fixed layout, no padding holes): the MAC the

@@ -1,6 +1,6 @@
-// tapread --device[-ring]: minivmm's whole receive path, tap to guest memory, without a guest.
+// tapread --device: minivmm's whole receive path, tap to guest memory, without a guest.
 // The real virtio-net device (devices/virtio/net.c) on the real tap backend and event loop, as
-// `--net tap=NAME[,rx-uring=on]` makes it, driven by a fake driver on the same thread: RX_SIZE
+// `--net tap=NAME` makes it, driven by a fake driver on the same thread: RX_SIZE
 // receive buffers of BUF_LEN bytes posted (MRG_RXBUF and EVENT_IDX, as Linux's driver takes
 // them, no offloads), kicks through the device's real kick eventfds (as KVM's ioeventfd signals
 // them), interrupts counted and written to an eventfd (as the VMM's irqfd write). After each
@@ -56,9 +56,8 @@ struct devguest {
 
 static struct devguest *devguest_now; // the transport's callbacks find it here
 
-// --backend* / --mode backend*: minivmm's tap backend alone on loop (initialised here), its
-// frames announced to rx_ready; exits unless it receives by the asked path (a ring's
-// fallback to read() would pass its figures off as the ring's).
+// --backend / --mode backend: minivmm's tap backend alone on loop (initialised here), its
+// frames announced to rx_ready; exits unless it receives by read().
 static inline void dg_backend_nothing(void *opaque)
 {
 	(void)opaque;
@@ -72,7 +71,7 @@ static inline void dg_backend_link_down(void *opaque, const char *why)
 }
 
 static inline struct net_backend *dg_backend_open(struct event_loop *loop, const char *tap,
-						  bool ring, void (*rx_ready)(void *))
+						  void (*rx_ready)(void *))
 {
 	if (event_loop_init(loop) < 0)
 		die("event_loop_init");
@@ -80,14 +79,13 @@ static inline struct net_backend *dg_backend_open(struct event_loop *loop, const
 					    .tx_ready = dg_backend_nothing,
 					    .link_down = dg_backend_link_down};
 	char err[256];
-	struct net_backend *be =
-	    tap_backend_open(tap, loop, &client, ring ? TAP_URING_RX : 0, err, sizeof(err));
+	struct net_backend *be = tap_backend_open(tap, loop, &client, 0, err, sizeof(err));
 	if (!be) {
 		fprintf(stderr, TOOL_NAME ": %s\n", err);
 		exit(1);
 	}
 	const char *path = be->ops->rx_path(be);
-	if (strcmp(path, ring ? "io_uring" : "read")) {
+	if (strcmp(path, "read")) {
 		fprintf(stderr, TOOL_NAME ": the backend receives by %s\n", path);
 		exit(1);
 	}
@@ -123,8 +121,7 @@ static inline struct net_backend *dg_open_tap(const struct net_options *cfg,
 					      const struct net_backend_client *client, char *err,
 					      size_t errlen)
 {
-	return tap_backend_open(cfg->tap, loop, client, cfg->rx_uring ? TAP_URING_RX : 0, err,
-				errlen);
+	return tap_backend_open(cfg->tap, loop, client, 0, err, errlen);
 }
 
 // One chain of one descriptor on queue q, made available.
@@ -157,7 +154,7 @@ static inline void dg_kick(struct devguest *g, int q)
 		die("kick");
 }
 
-// Opens the device on tap `options` ("tap=NAME[,rx-uring=on]") and drives it to DRIVER_OK
+// Opens the device on tap `options` ("tap=NAME[,...]") and drives it to DRIVER_OK
 // with every receive buffer posted.
 static inline void devguest_open(struct devguest *g, struct event_loop *loop, const char *options,
 				 void (*take)(const uint8_t *, size_t))

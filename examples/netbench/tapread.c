@@ -1,8 +1,7 @@
 // tapread: the ceiling of a tap-backed VMM's host-to-guest path on this host.
 //
 //   tapread --tap NAME --mac MAC --ip IP [--port P] [--secs N] [--wait-secs N]
-//           [--ready-file FILE] [--uring | --uring-epoll | --backend | --backend-ring |
-//            --device | --device-ring]
+//           [--ready-file FILE] [--uring | --uring-epoll | --backend | --device]
 //
 // Stands where a VMM's I/O thread stands: attaches to the tap as minivmm does (IFF_VNET_HDR,
 // non-blocking, no offloads, as for the probe, which takes none) and reads one frame per
@@ -13,18 +12,17 @@
 // --uring reads through io_uring instead: 64 reads into 64 buffers kept in flight, each
 // io_uring_enter sending back the buffers taken and waiting for the next frames: what a VMM
 // would gain by batching its tap reads (netbench's tapread:uring).
-// --uring-epoll receives as minivmm's tap backend does with rx-uring=on (netbench's
-// tapread:uring-epoll): the same 64 reads in flight, on the tap (not a registered file), in a
-// SINGLE_ISSUER ring (not DEFER_TASKRUN) whose completions signal an eventfd that an event loop
-// (epoll) waits on; each frame is copied out of its ring buffer into one bounce buffer, as
-// minivmm copies it into the device's, and taken from there.
-// --backend and --backend-ring receive with minivmm's own tap backend (devices/backends/tap.c,
-// linked in) on minivmm's event loop, without and with rx-uring=on, taking at most 64 frames per
-// wake before looking again, as the device does (netbench's tapread:backend and
-// tapread:backend-ring): the code itself, not a stand-in, minus the guest.
-// --device and --device-ring go further: minivmm's virtio-net device on that backend, driven by
-// a fake driver that posts 256 buffers of 2 KiB and takes the frames out of guest memory
-// (devguest.h; netbench's tapread:device and tapread:device-ring): the VMM's whole receive
+// --uring-epoll receives as minivmm's tap backend did with rx-uring=on, removed since
+// (netbench's tapread:uring-epoll): the same 64 reads in flight, on the tap (not a registered
+// file), in a SINGLE_ISSUER ring (not DEFER_TASKRUN) whose completions signal an eventfd that an
+// event loop (epoll) waits on; each frame is copied out of its ring buffer into one bounce buffer,
+// as minivmm copies it into the device's, and taken from there.
+// --backend receives with minivmm's own tap backend (devices/backends/tap.c, linked in) on
+// minivmm's event loop, taking at most 64 frames per wake before looking again, as the device
+// does (netbench's tapread:backend): the code itself, not a stand-in, minus the guest.
+// --device goes further: minivmm's virtio-net device on that backend, driven by a fake driver
+// that posts 256 buffers of 2 KiB and takes the frames out of guest memory (devguest.h;
+// netbench's tapread:device): the VMM's whole receive
 // path, tap to guest memory, interrupt and kick eventfds included, minus the guest. Further
 // --net options may follow a comma (--device,poll-us=50): the result line's mode says them.
 // Output: "tapread: msgs=N bytes=N secs=S mbps=M pps=N frames=N mode=MODE" on
@@ -50,8 +48,7 @@
 #define TOOL_NAME "tapread"
 #define TOOL_USAGE                                                                                 \
 	"usage: tapread --tap NAME --mac MAC --ip IP [--port P] [--secs N] [--wait-secs N] "       \
-	"[--ready-file FILE] [--uring | --uring-epoll | --backend | --backend-ring | --device | "  \
-	"--device-ring]"
+	"[--ready-file FILE] [--uring | --uring-epoll | --backend | --device]"
 #include "tool.h"
 #include "tap.h"
 #include "devguest.h"
@@ -301,7 +298,7 @@ static int read_wake(struct io_uring *ring, int tap, int efd, int epfd)
 	return got ? got : -1;
 }
 
-// --backend*: one wake's frames, as the device takes them (RX_BATCH in devices/virtio/net.c):
+// --backend: one wake's frames, as the device takes them (RX_BATCH in devices/virtio/net.c):
 // at most BATCH, each into the device's one buffer (bounce); more_pending says a full batch
 // was taken, so the caller comes back without waiting (the device's bottom half).
 static bool more_pending;
@@ -322,46 +319,46 @@ static void backend_rx_ready(void *opaque)
 	more_pending = n == BATCH;
 }
 
-static void backend_open(struct event_loop *loop, const char *tap, bool ring)
+static void backend_open(struct event_loop *loop, const char *tap)
 {
-	backend = dg_backend_open(loop, tap, ring, backend_rx_ready);
+	backend = dg_backend_open(loop, tap, backend_rx_ready);
 	struct net_offloads none = {0}; // plain frames, IP fragments above the MTU
 	if (backend->ops->set_rx_offloads(backend, &none) < 0)
 		die("the tap backend's set_rx_offloads");
-	// As the device does once the guest has posted buffers: receive (which starts the
-	// ring), then ask to be told of the next frames.
+	// As the device does once the guest has posted buffers: receive, then ask to be told of
+	// the next frames.
 	backend_rx_ready(NULL);
 	backend->ops->set_rx_enabled(backend, true);
 }
 
-// --device*: a frame the fake driver took out of guest memory.
+// --device: a frame the fake driver took out of guest memory.
 static void device_take(const uint8_t *frame, size_t len)
 {
 	take(-1, frame, len);
 }
 
-static void device_open(struct event_loop *loop, struct devguest *g, const char *tap, bool ring,
+static void device_open(struct event_loop *loop, struct devguest *g, const char *tap,
 			const char *more)
 {
 	if (event_loop_init(loop) < 0)
 		die("event_loop_init");
 	char options[256];
-	if (snprintf(options, sizeof(options), "tap=%s,offload=off%s%s", tap,
-		     ring ? ",rx-uring=on" : "", more) >= (int)sizeof(options))
+	if (snprintf(options, sizeof(options), "tap=%s,offload=off%s", tap, more) >=
+	    (int)sizeof(options))
 		usage_error("--device options too long", more);
 	devguest_open(g, loop, options, device_take);
 	guest = g;
-	// The activation's first receive starts the ring; a turn of the loop runs it.
+	// The activation's first receive; a turn of the loop runs it.
 	if (event_loop_run_once(loop, 0) < 0 && errno != EINTR)
 		die("event_loop_run_once");
 	const char *path = devguest_rx_path(g);
-	if (strcmp(path, ring ? "io_uring" : "read")) {
+	if (strcmp(path, "read")) {
 		fprintf(stderr, "tapread: the device's backend receives by %s\n", path);
 		exit(1);
 	}
 }
 
-// --device*: one turn of the event loop, then the driver's look at the receive queue.
+// --device: one turn of the event loop, then the driver's look at the receive queue.
 static int device_wake(struct event_loop *loop, struct devguest *g)
 {
 	unsigned long long before = frames;
@@ -371,7 +368,7 @@ static int device_wake(struct event_loop *loop, struct devguest *g)
 	return frames > before ? (int)(frames - before) : -1;
 }
 
-// --backend*: one turn of the event loop (none when a full batch left more to take). Returns
+// --backend: one turn of the event loop (none when a full batch left more to take). Returns
 // frames taken, or -1 when none came.
 static int backend_wake(struct event_loop *loop)
 {
@@ -387,8 +384,7 @@ int main(int argc, char **argv)
 {
 	const char *tap = NULL, *mac = NULL, *ip = NULL, *ready = NULL;
 	long port = 9000, secs = 2, wait_secs = 30;
-	bool uring = false, uring_epoll = false, be = false, be_ring = false, dev = false,
-	     dev_ring = false;
+	bool uring = false, uring_epoll = false, be = false, dev = false;
 	const char *dev_mode = "device", *dev_opts = ""; // --device...,OPTS: more --net options
 	int modes = 0;					 // mode flags given: one at most
 	for (int i = 1; i < argc; i++) {
@@ -403,20 +399,15 @@ int main(int argc, char **argv)
 			modes++;
 			continue;
 		}
-		if (!strncmp(a, "--device", 8) &&
-		    (!a[8] || a[8] == ',' || !strncmp(a + 8, "-ring", 5))) {
+		if (!strncmp(a, "--device", 8) && (!a[8] || a[8] == ',')) {
 			dev = true;
-			dev_ring = !strncmp(a + 8, "-ring", 5);
-			dev_mode = a + 2; // device[-ring][,OPTS]: the result line's mode
-			dev_opts = strchr(a, ',') ? strchr(a, ',') : "";
-			if (a[8 + (dev_ring ? 5 : 0)] && a[8 + (dev_ring ? 5 : 0)] != ',')
-				usage_error("unknown option", a);
+			dev_mode = a + 2; // device[,OPTS]: the result line's mode
+			dev_opts = a + 8;
 			modes++;
 			continue;
 		}
-		if (!strcmp(a, "--backend") || !strcmp(a, "--backend-ring")) {
+		if (!strcmp(a, "--backend")) {
 			be = true;
-			be_ring = !strcmp(a, "--backend-ring");
 			modes++;
 			continue;
 		}
@@ -441,10 +432,8 @@ int main(int argc, char **argv)
 			usage_error("unknown option", a);
 	}
 	if (modes > 1)
-		usage_error(
-		    "--uring, --uring-epoll, --backend[-ring] and --device[-ring] exclude each "
-		    "other",
-		    NULL);
+		usage_error("--uring, --uring-epoll, --backend and --device exclude each other",
+			    NULL);
 	if (!tap || !mac || !ip)
 		usage_error("--tap, --mac and --ip are required", NULL);
 	if (strlen(tap) >= IFNAMSIZ)
@@ -459,9 +448,9 @@ int main(int argc, char **argv)
 	struct devguest g;
 	int fd = -1;
 	if (dev) {
-		device_open(&loop, &g, tap, dev_ring, dev_opts);
+		device_open(&loop, &g, tap, dev_opts);
 	} else if (be) {
-		backend_open(&loop, tap, be_ring);
+		backend_open(&loop, tap);
 	} else {
 		fd = tap_open(tap, O_NONBLOCK, 0);
 		if (ioctl(fd, TUNSETOFFLOAD, 0) < 0) // plain frames, IP fragments above the MTU
@@ -561,7 +550,6 @@ int main(int argc, char **argv)
 	       msgs, bytes, el, el > 0 ? (double)bytes * 8 / el / 1e6 : 0,
 	       el > 0 ? (double)msgs / el : 0, frames,
 	       dev	     ? dev_mode
-	       : be_ring     ? "backend-ring"
 	       : be	     ? "backend"
 	       : uring_epoll ? "uring-epoll"
 	       : uring	     ? "uring"

@@ -1,7 +1,8 @@
 // tapwake: what one frame's wake-up costs a tap reader at a low rate, read() against the
-// io_uring ring minivmm's rx-uring=on receives with (docs/performance.md, *The read side*).
+// io_uring ring minivmm's rx-uring=on received with, removed since (docs/performance.md, *The
+// read side*).
 //
-//   tapwake [--mode read|ring|backend|backend-ring|device|device-ring] [--reads N] [--frames N]
+//   tapwake [--mode read|ring|backend|device] [--reads N] [--frames N]
 //           [--gap-us N] [--tap NAME] [--net-opts OPTS]
 //
 // Makes its own tap (default mvwake0, gone when it exits) and brings it up; a second thread
@@ -10,12 +11,11 @@
 // thread receives them as a VMM's I/O thread would: --mode read waits in epoll for the tap's
 // EPOLLIN and read()s until EAGAIN; --mode ring keeps --reads reads (1 to 64, default 64) in
 // flight in a SINGLE_ISSUER ring and waits in epoll for its eventfd, taking each completion
-// and giving its buffer back with the next io_uring_enter, as minivmm's tap backend does. An
+// and giving its buffer back with the next io_uring_enter, as minivmm's tap backend did. An
 // empty tap arms one poll per read in flight, and a frame wakes them all: the price this
-// measures. --mode backend and --mode backend-ring receive with minivmm's own tap backend
-// (devices/backends/tap.c, linked in) on minivmm's event loop, without and with rx-uring=on:
-// the code itself rather than a stand-in (--reads does not apply: the backend decides).
-// --mode device and device-ring add minivmm's virtio-net device on that backend, driven by a
+// measures. --mode backend receives with minivmm's own tap backend (devices/backends/tap.c,
+// linked in) on minivmm's event loop: the code itself rather than a stand-in (--reads does not
+// apply). --mode device adds minivmm's virtio-net device on that backend, driven by a
 // fake driver that takes each frame out of guest memory (devguest.h): a frame's wake-up through
 // the VMM's whole receive path; --net-opts adds --net options (poll-us=50: the I/O thread's
 // adaptive polling), and the result line's mode says them (mode=device,poll-us=50).
@@ -43,7 +43,7 @@
 
 #define TOOL_NAME "tapwake"
 #define TOOL_USAGE                                                                                 \
-	"usage: tapwake [--mode read|ring|backend|backend-ring] [--reads N] [--frames N] "         \
+	"usage: tapwake [--mode read|ring|backend|device] [--reads N] [--frames N] "               \
 	"[--gap-us N] [--tap NAME]"
 #include "tool.h"
 #include "tap.h"
@@ -154,7 +154,7 @@ static void ring_wake(struct io_uring *ring, int fd)
 	}
 }
 
-// --mode backend*: the device's side of minivmm's tap backend. rx_ready: take every frame.
+// --mode backend: the device's side of minivmm's tap backend. rx_ready: take every frame.
 static struct net_backend *backend;
 
 static void backend_rx_ready(void *opaque)
@@ -169,30 +169,30 @@ static void backend_rx_ready(void *opaque)
 	}
 }
 
-static void backend_open(struct event_loop *loop, bool ring)
+static void backend_open(struct event_loop *loop)
 {
-	backend = dg_backend_open(loop, tap_name, ring, backend_rx_ready);
+	backend = dg_backend_open(loop, tap_name, backend_rx_ready);
 }
 
-// --mode device*: a frame the fake driver took out of guest memory.
+// --mode device: a frame the fake driver took out of guest memory.
 static void device_take(const uint8_t *frame, size_t len)
 {
 	take(frame, (ssize_t)len);
 }
 
-static void device_open(struct event_loop *loop, struct devguest *g, bool ring, const char *more)
+static void device_open(struct event_loop *loop, struct devguest *g, const char *more)
 {
 	if (event_loop_init(loop) < 0)
 		die("event_loop_init");
 	char options[256];
-	if (snprintf(options, sizeof(options), "tap=%s,offload=off%s%s%s", tap_name,
-		     ring ? ",rx-uring=on" : "", *more ? "," : "", more) >= (int)sizeof(options))
+	if (snprintf(options, sizeof(options), "tap=%s,offload=off%s%s", tap_name, *more ? "," : "",
+		     more) >= (int)sizeof(options))
 		usage_error("--net-opts too long", more);
 	devguest_open(g, loop, options, device_take);
 	if (event_loop_run_once(loop, 0) < 0 && errno != EINTR) // the first receive
 		die("event_loop_run_once");
 	const char *path = devguest_rx_path(g);
-	if (strcmp(path, ring ? "io_uring" : "read")) {
+	if (strcmp(path, "read")) {
 		fprintf(stderr, "tapwake: the device's backend receives by %s\n", path);
 		exit(1);
 	}
@@ -218,17 +218,12 @@ int main(int argc, char **argv)
 		const char *v = argv[++i];
 		if (!strcmp(a, "--mode")) {
 			if (strcmp(v, "read") && strcmp(v, "ring") && strcmp(v, "backend") &&
-			    strcmp(v, "backend-ring") && strcmp(v, "device") &&
-			    strcmp(v, "device-ring"))
-				usage_error(
-				    "--mode is read, ring, backend, backend-ring, device or "
-				    "device-ring, not",
-				    v);
+			    strcmp(v, "device"))
+				usage_error("--mode is read, ring, backend or device, not", v);
 			mode = v;
-			ring_mode = !strcmp(v, "ring") || !strcmp(v, "backend-ring") ||
-				    !strcmp(v, "device-ring");
-			backend_mode = !strncmp(v, "backend", 7);
-			device_mode = !strncmp(v, "device", 6);
+			ring_mode = !strcmp(v, "ring");
+			backend_mode = !strcmp(v, "backend");
+			device_mode = !strcmp(v, "device");
 		} else if (!strcmp(a, "--net-opts")) {
 			net_opts = v;
 		} else if (!strcmp(a, "--reads")) {
@@ -258,14 +253,14 @@ int main(int argc, char **argv)
 		nanosleep(&pause, NULL);
 	}
 	if (*net_opts && !device_mode)
-		usage_error("--net-opts goes with --mode device or device-ring", net_opts);
+		usage_error("--net-opts goes with --mode device", net_opts);
 	struct event_loop loop;
 	struct devguest g;
 	int fd = -1;
 	if (device_mode)
-		device_open(&loop, &g, ring_mode, net_opts);
+		device_open(&loop, &g, net_opts);
 	else if (backend_mode)
-		backend_open(&loop, ring_mode);
+		backend_open(&loop);
 	else
 		fd = tap_open(tap_name, O_NONBLOCK, 0);
 	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -287,8 +282,8 @@ int main(int argc, char **argv)
 	if (device_mode) {
 		// The device started receiving when the driver's buffers came (device_open).
 	} else if (backend_mode) {
-		// As the device does when the guest posts buffers: receive (which starts the
-		// ring), then ask to be told of the next frames.
+		// As the device does when the guest posts buffers: receive, then ask to be told of
+		// the next frames.
 		backend_rx_ready(NULL);
 		backend->ops->set_rx_enabled(backend, true);
 	} else if (ring_mode) {
@@ -373,8 +368,8 @@ int main(int argc, char **argv)
 	qsort(lat, (size_t)got, sizeof(*lat), cmp_double);
 	printf("tapwake: mode=%s%s%s reads=%ld frames=%ld cpu_us_per_frame=%.2f p50_us=%.1f "
 	       "p90_us=%.1f p99_us=%.1f\n",
-	       mode, *net_opts ? "," : "", net_opts,
-	       ring_mode && !backend_mode && !device_mode ? reads : 0, got, cpu * 1e6 / (double)got,
-	       lat[got / 2] * 1e6, lat[got * 9 / 10] * 1e6, lat[got * 99 / 100] * 1e6);
+	       mode, *net_opts ? "," : "", net_opts, ring_mode ? reads : 0, got,
+	       cpu * 1e6 / (double)got, lat[got / 2] * 1e6, lat[got * 9 / 10] * 1e6,
+	       lat[got * 99 / 100] * 1e6);
 	return 0;
 }

@@ -3,8 +3,8 @@
 # reading the tap one frame per read(), answering ARP for the guest, counting its datagrams,
 # fragments reassembled above the MTU), request/response against netns: (UDP and TCP), which
 # --ceiling adds once, guest to host's write-path variants (tapwrite:napi, tapwrite:uring), the
-# read-path ones (tapread:uring; tapread:uring-epoll, as minivmm's rx-uring=on receives;
-# tapread:backend[-ring], minivmm's own tap backend linked in; tapread:device[-ring], its
+# read-path ones (tapread:uring; tapread:uring-epoll, as minivmm's removed rx-uring=on
+# received; tapread:backend, minivmm's own tap backend linked in; tapread:device, its
 # virtio-net device too, with a fake driver), and
 # the refusals of what a ceiling cannot measure. Where /dev/kvm works, --ceiling beside minivmm
 # for h2g and rr too. Nothing the script made may outlive it.
@@ -64,7 +64,7 @@ run h2guring --dir h2g --config tapread:uring --sizes "64 3000"
 for size in 64 3000; do
 	positive "$out" tapread:uring $size recv_msgs pps mbps vmm_cpu_us_per_pkt
 done
-# ... and the reads as minivmm's rx-uring=on receives them (a SINGLE_ISSUER ring's eventfd
+# ... and the reads as minivmm's removed rx-uring=on received them (a SINGLE_ISSUER ring's eventfd
 # waited on by epoll, each frame copied into a bounce buffer): each
 # datagram counted once, its payload only, for the 1 s asked for.
 run h2guringepoll --dir h2g --config tapread:uring-epoll --sizes "64 3000"
@@ -78,19 +78,16 @@ for size in 64 3000; do
 		fail "tapread:uring-epoll: $size bytes: $m messages in $e s at $r Mbit/s"
 done
 
-# minivmm's own tap backend linked into tapread, without and with rx-uring=on: each row says
-# its stand-in received that way (the backend's rx_path checked at open), datagrams counted
-# once for the 1 s asked for, fragments too.
-run h2gbackend --dir h2g --compare tapread:backend tapread:backend-ring --sizes "64 3000"
-# ... and minivmm's virtio-net device on it, a fake driver taking the frames out of guest memory.
+# minivmm's own tap backend linked into tapread: the row says its stand-in received that way
+# (the backend's rx_path checked at open), datagrams counted once for the 1 s asked for,
+# fragments too; and minivmm's virtio-net device on it, a fake driver taking the frames out of
+# guest memory.
+run h2gdevice --dir h2g --compare tapread:backend tapread:device --sizes "64 3000"
 out_backend=$out
-run h2gdevice --dir h2g --compare tapread:device tapread:device-ring --sizes "64 3000"
-out_backend="$out_backend $out"
 # ... with further --net options (the I/O thread's adaptive polling), named in the row's mode.
 run h2gdevicepoll --dir h2g --config tapread:device,poll-us=50 --sizes "64 3000"
 out="$out_backend $out"
-for cfg in tapread:backend tapread:backend-ring tapread:device tapread:device-ring \
-	tapread:device,poll-us=50; do
+for cfg in tapread:backend tapread:device tapread:device,poll-us=50; do
 	for size in 64 3000; do
 		positive "$out" $cfg $size recv_msgs pps mbps elapsed_s vmm_cpu_us_per_pkt
 		e=$(row "$out" $cfg $size elapsed_s)
@@ -151,7 +148,7 @@ refused() {
 		fail "$*: status $rc, $(cat "$TEST_TMP/refused.err")"
 }
 refused 'tapread: measures h2g only' --dir g2h --config tapread: --sizes 64
-refused 'tapwrite:\[napi|uring|uring-linked\] or tapread:\[uring|uring-epoll|backend|backend-ring|device\[,OPTS\]|device-ring\[,OPTS\]\]' --dir g2h --config tapwrite:fast --sizes 64
+refused 'tapwrite:\[napi|uring|uring-linked\] or tapread:\[uring|uring-epoll|backend|device\[,OPTS\]\]' --dir g2h --config tapwrite:fast --sizes 64
 refused 'tapread: measures h2g only' --dir g2h --config tapread:uring-epoll --sizes 64
 refused 'tapread: measures h2g only' --dir rr --config tapread:
 refused 'tapread: measures UDP only' --dir h2g --proto tcp --config tapread:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # examples/netbench/tapwake.c (no guest): both ways of receiving from a tap at a low rate, read()
-# and the ring rx-uring=on uses (with 64 and with 1 read in flight), and minivmm's own tap
-# backend linked in (without and with rx-uring=on), and its virtio-net device on it (a fake
+# and the ring the removed rx-uring=on used (with 64 and with 1 read in flight), and minivmm's
+# own tap backend linked in, and its virtio-net device on it (a fake
 # driver, with and without further --net options), get every frame and report
 # sane figures; a bad argument is a usage error (status 2). Its tap is its own and goes with it.
 source "$(dirname "$0")/lib.sh"
@@ -37,20 +37,17 @@ wake() {
 wake read 0 --mode read
 wake ring 64 --mode ring
 wake ring 1 --mode ring --reads 1
-# minivmm's own tap backend (read(), then rx-uring=on's ring): tapwake checks the backend's
-# rx_path and fails on a fallback.
+# minivmm's own tap backend: tapwake checks the backend's rx_path.
 wake backend 0 --mode backend
-wake backend-ring 0 --mode backend-ring
 # ... and its virtio-net device, a fake driver taking the frames out of guest memory; --net-opts
 # reaches the device (its log line says so) and the mode says it.
 wake device 0 --mode device
-wake device-ring 0 --mode device-ring
 wake device,poll-us=50 0 --mode device --net-opts poll-us=50 2>"$TEST_TMP/poll.err"
 grep -q 'poll 50 us' "$TEST_TMP/poll.err" || fail "--net-opts poll-us=50 did not reach the device: $(cat "$TEST_TMP/poll.err")"
 
 rc=0
 "$TAPWAKE" --mode poll >/dev/null 2>"$TEST_TMP/bad.err" || rc=$?
-[ $rc = 2 ] && grep -q -- '--mode is read, ring, backend, backend-ring, device or device-ring' "$TEST_TMP/bad.err" || fail "--mode poll: status $rc: $(cat "$TEST_TMP/bad.err")"
+[ $rc = 2 ] && grep -q -- '--mode is read, ring, backend or device' "$TEST_TMP/bad.err" || fail "--mode poll: status $rc: $(cat "$TEST_TMP/bad.err")"
 rc=0
 "$TAPWAKE" --reads 65 >/dev/null 2>"$TEST_TMP/bad.err" || rc=$?
 [ $rc = 2 ] || fail "--reads 65: status $rc: $(cat "$TEST_TMP/bad.err")"

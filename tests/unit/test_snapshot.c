@@ -1032,11 +1032,11 @@ Test(snapshot, saved_options_leave_out_the_host_ones)
 	cr_assert_str_eq(guest, "mac=52:54:00:12:34:99,tx=timer");
 	cr_assert_str_eq(host,
 			 "user,hostfwd=tcp::2222-:22,host-loopback=on,restrict=off,max-sockets=9");
-	cr_assert_eq(device_spec_split(&virtio_net_kind, "tap=t0,rx-uring=on,tx-uring=on", guest,
-				       host, sizeof(guest), err, sizeof(err)),
+	cr_assert_eq(device_spec_split(&virtio_net_kind, "tap=t0,tx-uring=on", guest, host,
+				       sizeof(guest), err, sizeof(err)),
 		     0, "%s", err);
 	cr_assert_str_eq(guest, "");
-	cr_assert_str_eq(host, "tap=t0,rx-uring=on,tx-uring=on");
+	cr_assert_str_eq(host, "tap=t0,tx-uring=on");
 	cr_assert_eq(device_spec_split(&virtio_rng_kind, "transport=pci", guest, host,
 				       sizeof(guest), err, sizeof(err)),
 		     0, "%s", err);
@@ -1109,7 +1109,7 @@ Test(snapshot, restore_takes_host_resources_from_backend)
 	backend_override[0] = disk_backend;
 	expect_restore_refused(1,
 			       "device 1 is a --net: give what it uses on the host with --backend "
-			       "1:OPTIONS (tap=, user, tx-uring=, rx-uring=, hostfwd=, "
+			       "1:OPTIONS (tap=, user, tx-uring=, hostfwd=, "
 			       "host-loopback=, restrict=, max-sockets=;");
 	struct vm_config cfg;
 	const char *nets[] = {"tap=mvt9", "user,hostfwd=udp::5555-:7", "tap=mvt9,tx-uring=on"};

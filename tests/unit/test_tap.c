@@ -1,10 +1,10 @@
 /* The tap backend's batched transmit (tx-uring=on) on a real tap: every frame arrives, in
  * order, through io_uring; a frame the tap rejects is dropped in its place without costing
- * the rest of the batch or the ring. Its batched receive (rx-uring=on): frames sent on the
- * tap's host side come out of recv whole, in order, once, and the ring is entered by the
- * loop's thread alone. Frames are captured and injected on the tap's host side with an
- * AF_PACKET socket. Needs CAP_NET_ADMIN and /dev/net/tun (skipped otherwise). The tap is not
- * persistent: it disappears with the backend, also when a test fails. */
+ * the rest of the batch or the ring. Its receive: frames sent on the tap's host side come out
+ * of recv whole, in order, once, and not while the device wants none. Frames are captured and
+ * injected on the tap's host side with an AF_PACKET socket. Needs CAP_NET_ADMIN and /dev/net/tun
+ * (skipped otherwise). The tap is not persistent: it disappears with the backend, also when a test
+ * fails. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -13,9 +13,7 @@
 #include <fcntl.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
-#include <pthread.h>
 #include <seccomp.h>
-#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +35,7 @@ static struct event_loop loop;
 static struct net_backend *tap;
 static char tap_name[IFNAMSIZ];
 static int capture = -1;
-static bool loop_ready, loop_started;
-static void (*on_rx_ready)(void);
+static bool loop_ready;
 static int rx_ready_calls;
 
 static void no_callback(void *opaque)
@@ -50,8 +47,6 @@ static void rx_ready(void *opaque)
 {
 	(void)opaque;
 	rx_ready_calls++;
-	if (on_rx_ready)
-		on_rx_ready();
 }
 
 static void link_down(void *opaque, const char *why)
@@ -98,10 +93,6 @@ static void open_tap(unsigned uring)
 
 static void close_tap(void)
 {
-	if (loop_started)
-		event_loop_stop(&loop);
-	loop_started = false;
-	on_rx_ready = NULL;
 	if (capture >= 0)
 		close(capture);
 	capture = -1;
@@ -272,7 +263,7 @@ Test(tap, ring_not_enabled_falls_back_to_writev, .fini = close_tap)
 	close_tap();
 }
 
-/* ---- rx-uring=on ---- */
+/* ---- receive ---- */
 
 /* Send our frames 0..n-1 (every payload byte (uint8_t)(0xa0 + i)) on the tap's host side: the
  * tap's reader gets them. */
@@ -291,10 +282,8 @@ static void inject(int n)
 	}
 }
 
-#define RX_MANY 200 /* more than the ring's 64 buffers: each must go back to be read again */
-
 static uint8_t rx_frame[NET_RX_FRAME_MAX];
-static uint8_t rx_tags[RX_MANY];
+static uint8_t rx_tags[NR_FRAMES];
 static int rx_got, rx_others, rx_want = NR_FRAMES;
 
 /* Take every frame recv has now: ours (tagged) in rx_tags; the host's own (IPv6 router
@@ -342,41 +331,22 @@ static void receive_all(void)
 			     rx_tags[i]);
 }
 
-static void frames_come_in_order(unsigned uring, const char *path)
+Test(tap, frames_are_read_one_by_one_in_order_once, .fini = close_tap)
 {
-	open_tap(uring);
-	cr_assert_str_eq(tap->ops->rx_path(tap), path);
+	open_tap(0);
+	cr_assert_str_eq(tap->ops->rx_path(tap), "read");
 	tap->ops->set_rx_enabled(tap, true);
-	cr_assert_eq(drain(), 0, "nothing sent yet"); /* with the ring: its reads go out */
+	cr_assert_eq(drain(), 0, "nothing sent yet");
 	inject(rx_want);
 	receive_all();
-	cr_assert_str_eq(tap->ops->rx_path(tap), path, "still %s", path);
 	close_tap();
-}
-
-Test(tap, frames_through_rx_ring_come_in_order_once, .fini = close_tap)
-{
-	frames_come_in_order(TAP_URING_RX, "io_uring");
-}
-
-Test(tap, frames_without_rx_uring_are_read_one_by_one, .fini = close_tap)
-{
-	frames_come_in_order(0, "read");
-}
-
-/* More frames than the ring has buffers, sent at once: every buffer goes back to be read again,
- * and all come, in order, once. */
-Test(tap, rx_ring_reuses_its_buffers, .fini = close_tap)
-{
-	rx_want = RX_MANY;
-	frames_come_in_order(TAP_URING_RX, "io_uring");
 }
 
 /* While the device wants no frames the loop does not call rx_ready for them (the guest has no
  * buffers: it would spin); asked again, they come. */
-Test(tap, rx_ring_paused_calls_no_rx_ready, .fini = close_tap)
+Test(tap, paused_receive_calls_no_rx_ready, .fini = close_tap)
 {
-	open_tap(TAP_URING_RX);
+	open_tap(0);
 	tap->ops->set_rx_enabled(tap, true);
 	cr_assert_eq(drain(), 0);
 	tap->ops->set_rx_enabled(tap, false);
@@ -389,89 +359,17 @@ Test(tap, rx_ring_paused_calls_no_rx_ready, .fini = close_tap)
 	close_tap();
 }
 
-/* The loop runs on its own thread, which must be the ring's only submitter: a recv on another
- * thread (a vCPU's trapped kick) returns 0 and has the loop's thread look, and the frames come
- * through the ring on that thread (a ring entered first by this thread would refuse the loop's
- * thread, and fall back to read). */
-static sem_t all_came;
-
-static void drain_on_loop_thread(void)
-{
-	cr_assert(event_loop_on_thread(&loop));
-	drain();
-	if (rx_got == NR_FRAMES)
-		sem_post(&all_came);
-}
-
-Test(tap, rx_ring_is_entered_by_the_loop_thread_alone, .fini = close_tap)
-{
-	open_tap(TAP_URING_RX);
-	sem_init(&all_came, 0, 0);
-	on_rx_ready = drain_on_loop_thread;
-	tap->ops->set_rx_enabled(tap, true);
-	cr_assert_eq(event_loop_start(&loop, NULL, NULL, NULL), 0);
-	loop_started = true;
-	cr_assert_not(event_loop_on_thread(&loop));
-	cr_assert_eq(tap->ops->recv(tap, rx_frame, sizeof(rx_frame)), 0);
-	inject(NR_FRAMES);
-	struct timespec end;
-	clock_gettime(CLOCK_REALTIME, &end);
-	end.tv_sec += 5;
-	int rc;
-	while ((rc = sem_timedwait(&all_came, &end)) < 0 && errno == EINTR)
-		;
-	cr_assert_eq(rc, 0, "%d of %d frames came", rx_got, NR_FRAMES);
-	event_loop_stop(&loop);
-	loop_started = false;
-	for (int i = 0; i < NR_FRAMES; i++)
-		cr_assert_eq(rx_tags[i], 0xa0 + i, "frame %d out of order", i);
-	cr_assert_str_eq(tap->ops->rx_path(tap), "io_uring");
-	close_tap();
-}
-
-/* No ring at open: a warning, and frames come by read. */
-Test(tap, no_rx_ring_at_open_falls_back_to_read, .fini = close_tap)
-{
-	refuse("io_uring_setup", -1);
-	log_capture_clear();
-	frames_come_in_order(TAP_URING_RX, "read");
-	char *log = log_captured();
-	cr_assert(strstr(log, "rx-uring=on, but no io_uring ring") &&
-		      strstr(log, "receiving with read"),
-		  "%s", log);
-	free(log);
-}
-
-/* The ring cannot be enabled at its first use: given up with a warning; read takes over. */
-Test(tap, rx_ring_not_enabled_falls_back_to_read, .fini = close_tap)
-{
-	refuse("io_uring_register", IORING_REGISTER_ENABLE_RINGS);
-	log_capture_clear();
-	open_tap(TAP_URING_RX);
-	cr_assert_str_eq(tap->ops->rx_path(tap), "io_uring");
-	tap->ops->set_rx_enabled(tap, true);
-	cr_assert_eq(drain(), 0);
-	cr_assert_str_eq(tap->ops->rx_path(tap), "read");
-	inject(NR_FRAMES);
-	receive_all();
-	char *log = log_captured();
-	cr_assert(strstr(log, "enabling the ring") && strstr(log, "receiving with read"), "%s",
-		  log);
-	free(log);
-	close_tap();
-}
-
 /* ---- letting go of the tap ---- */
 
 /* A destroyed backend lets go of its tap at once, so the next VMM (a restore right after the
  * old one was stopped, a restarted test) attaches to the same name: a ring holding the tap as
- * a registered file, or reads still in flight on it, kept it attached (EBUSY for the next
- * one) for 20-60 ms after the close, until the kernel's asynchronous ring teardown ran. */
+ * a registered file kept it attached (EBUSY for the next one) for 20-60 ms after the close,
+ * until the kernel's asynchronous ring teardown ran. */
 static void tap_free_after_destroy_once(unsigned uring)
 {
 	open_tap(uring);
 	tap->ops->set_rx_enabled(tap, true);
-	cr_assert_eq(drain(), 0); /* with rx-uring: the reads are in flight */
+	cr_assert_eq(drain(), 0);
 	build_batch();
 	cr_assert_eq(tap->ops->send_batch(tap, batch, NR_FRAMES), NR_FRAMES);
 	tap->ops->destroy(tap);
@@ -497,11 +395,6 @@ static void tap_free_after_destroy(unsigned uring)
 Test(tap, destroyed_backend_lets_go_of_its_tap_at_once, .fini = close_tap)
 {
 	tap_free_after_destroy(0);
-}
-
-Test(tap, destroyed_backend_with_rings_lets_go_of_its_tap_at_once, .fini = close_tap)
-{
-	tap_free_after_destroy(TAP_URING_TX | TAP_URING_RX);
 }
 
 Test(tap, destroyed_backend_with_a_tx_ring_lets_go_of_its_tap_at_once, .fini = close_tap)

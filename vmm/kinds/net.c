@@ -36,9 +36,7 @@ static struct net_backend *open_tap_or_user(const struct net_options *cfg, struc
 					    size_t errlen)
 {
 	if (!cfg->user)
-		return tap_backend_open(cfg->tap, loop, client,
-					(cfg->tx_uring ? TAP_URING_TX : 0) |
-					    (cfg->rx_uring ? TAP_URING_RX : 0),
+		return tap_backend_open(cfg->tap, loop, client, cfg->tx_uring ? TAP_URING_TX : 0,
 					err, errlen);
 	const char *rules[NET_MAX_HOSTFWD];
 	struct slirp_forwards fwd = forwards_of(cfg, rules);
@@ -191,12 +189,6 @@ static const struct option_desc net_option_table[] = {
      OPTION_FIELD(struct net_options, tx_uring),
      .help = "tap: hand each transmit batch (up to 64 frames) to the tap in one\n"
 	     "io_uring submission instead of a writev each (default off)"},
-    {.key = "rx-uring",
-     .host = true,
-     .type = OPTION_BOOL,
-     OPTION_FIELD(struct net_options, rx_uring),
-     .help = "tap: keep 64 reads of the tap in flight through io_uring and take\n"
-	     "what came in one system call, instead of a read each (default off)"},
     {.key = "offload",
      .type = OPTION_BOOL,
      OPTION_FIELD(struct net_options, offload),
@@ -245,6 +237,14 @@ int net_options_parse(const struct option_list *opts, struct net_options *cfg, c
 	cfg->offload = true;
 	cfg->poll_us = UINT32_MAX; /* not given: the default, which depends on tx= */
 	cfg->max_sockets = UINT32_MAX;
+	for (int i = 0; i < opts->n; i++)
+		if (!strcmp(opts->kv[i].key, "rx-uring")) {
+			snprintf(err, errlen,
+				 "%s: rx-uring was removed: it lost to read() in every measurement "
+				 "(docs/benchmarks.md, 2026-12-06); leave it out",
+				 what);
+			return -1;
+		}
 	if (options_parse(net_option_table, opts, what, "transport=", cfg, err, errlen))
 		return -1;
 	if (cfg->poll_us == UINT32_MAX)
@@ -257,9 +257,8 @@ int net_options_parse(const struct option_list *opts, struct net_options *cfg, c
 		snprintf(err, errlen, "%s: poll-us= needs tx=bh", what);
 		return -1;
 	}
-	if ((cfg->tx_uring || cfg->rx_uring) && cfg->user) {
-		snprintf(err, errlen, "%s: %s= needs the tap backend", what,
-			 cfg->tx_uring ? "tx-uring" : "rx-uring");
+	if (cfg->tx_uring && cfg->user) {
+		snprintf(err, errlen, "%s: tx-uring= needs the tap backend", what);
 		return -1;
 	}
 	if (!cfg->user && (cfg->nr_hostfwd || cfg->host_loopback || cfg->restrict_net ||
@@ -297,7 +296,7 @@ static void net_seccomp_needs(const void *parsed, struct seccomp_needs *needs)
 	const struct net_options *cfg = parsed;
 	needs->user_net |= cfg->user;
 	needs->tap |= !cfg->user;
-	needs->io_uring |= cfg->tx_uring || cfg->rx_uring;
+	needs->io_uring |= cfg->tx_uring;
 }
 
 static int net_quiesce(struct virtio_slot *slot, char *err, size_t errlen)

@@ -353,8 +353,9 @@ static int add_rules(scmp_filter_ctx ctx, const struct seccomp_needs *have, unsi
 		if (add(ctx, SCMP_ACT_ALLOW, "ioctl", 1, &request, err, errlen))
 			return -1;
 	}
-	/* tx-uring=on, rx-uring=on: the I/O thread enables the tap's ring at its first use
-	 * (tap.c), which makes it the ring's one submitter; no other register call, no new ring. */
+	/* tx-uring=on: the I/O thread enables the tap's ring at its first use
+	 * (tap_uring.c), which makes it the ring's one submitter; no other register call, no new
+	 * ring. */
 	const struct scmp_arg_cmp enable_rings =
 	    SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)IORING_REGISTER_ENABLE_RINGS);
 	if ((role & IO) && have->io_uring &&
