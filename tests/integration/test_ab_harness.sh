@@ -27,7 +27,7 @@ has '^  boot 0 minivmm 1 ok '
 has '^  boot 1 qemu 1 ok '
 has '^  boot 4 qemu 1 ok '
 has '^  boot 5 minivmm 1 silent '
-has 'the L1 test VM died during 6 qemu 2 (QEMU exited without the test VM finishing)'
+has 'the L1 test VM died during 6 qemu 2 (its kernel panicked: fake, in an A/B boot)'
 has 'Kernel panic - not syncing: fake, in an A/B boot'
 has '^12 of 12 boots of linux in [0-9]*s, 2 L1 test VMs'
 # minivmm, 1 vCPU: boots 0, 5 (silent), 8; 1 of 3 is 33.3 per 100, Wilson [6.1-79.2], 0 of 3

@@ -50,7 +50,7 @@ out_has flaky 'CHECK FAILED: reboot first try'
 
 nested dies_once FAKE_L1_DIE_ONCE=reboot -- console reboot poweroff
 status_is dies_once 0
-out_has dies_once 'the L1 test VM died during reboot (QEMU exited without the test VM finishing)'
+out_has dies_once 'the L1 test VM died during reboot (its kernel panicked: fake, once)'
 out_has dies_once 'Kernel panic - not syncing: fake, once'
 out_has dies_once '^PASS  reboot .*(second try: the L1 test VM died during the first)'
 out_has dies_once '^PASS  poweroff'

@@ -55,7 +55,15 @@ boot_l1() {
 		elif grep -aq '@@ DONE' "$log"; then
 			why=done
 		else
-			why="QEMU exited without the test VM finishing"
+			# An orderly exit unasked for: the VM reset (-no-reboot). Say so with its
+			# kernel's panic line when it printed one (the last: the VM's own).
+			local panic
+			panic=$(grep -a 'Kernel panic - not syncing: ' "$log" | tr -d '\r' | tail -n 1 || true)
+			if [ -n "$panic" ]; then
+				why="its kernel panicked: ${panic#*Kernel panic - not syncing: }"
+			else
+				why="QEMU exited without the test VM finishing"
+			fi
 		fi
 	fi
 	rm -f "$L1_PIDFILE"
